@@ -1,0 +1,125 @@
+"""The ``osiris`` command line (and the ``mcp-osiris`` entry point)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from osiris._version import __version__
+from osiris.config import Settings
+from osiris.errors import ConfigError, NotFoundError, OsirisError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _configure_logging(level: str) -> None:
+    # stdout belongs to JSON-RPC (and to the JSON this CLI prints): logs go to stderr.
+    logging.basicConfig(stream=sys.stderr, level=level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def _print_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def cmd_health(settings: Settings, args: argparse.Namespace) -> int:
+    """Print the health document; exit 1 when unhealthy."""
+    from osiris.health import collect_health
+
+    doc = collect_health(settings)
+    _print_json(doc)
+    return EXIT_OK if doc["healthy"] else EXIT_FAILED
+
+
+def cmd_audit(settings: Settings, args: argparse.Namespace) -> int:
+    """Print the non-loss proof of one task; exit 1 when it is not lossless."""
+    from osiris.store.audit import audit_task
+    from osiris.store.state import Store
+
+    store = Store(settings)
+    try:
+        report = audit_task(store, args.task)
+    finally:
+        store.close()
+    _print_json(report.as_dict())
+    return EXIT_OK if report.lossless else EXIT_FAILED
+
+
+def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
+    """Run the benchmark and regenerate the reports."""
+    from pathlib import Path
+
+    from osiris.harness.bench import run
+
+    repo = Path(args.repo).resolve()
+    if not (repo / "datasets" / "traces").is_dir():
+        sys.stderr.write(f"osiris: {repo} has no datasets/traces: run the benchmark from a "
+                         "clone of the OSIRIS repository or pass --repo\n")
+        return EXIT_USAGE
+    out = Path(args.out).resolve() if args.out else repo / "reports"
+    try:
+        run(repo, out, quick=args.quick, stages=args.stage or None)
+    except ValueError as exc:
+        sys.stderr.write(f"osiris: {exc}\n")
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``osiris`` (exposed for docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="osiris", description="OSIRIS: sealed state, verified refs and guard rails "
+        "for AI coding agents (an MCP server and a research harness).")
+    parser.add_argument("--version", action="version", version=f"osiris {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    health = sub.add_parser("health", help="check this OSIRIS home; prints JSON")
+    health.set_defaults(func=cmd_health)
+    audit = sub.add_parser("audit", help="non-loss proof of a task; prints JSON")
+    audit.add_argument("--task", required=True, help="task id")
+    audit.set_defaults(func=cmd_audit)
+    bench = sub.add_parser("bench", help="run the benchmark; regenerates reports/")
+    bench.add_argument("--quick", action="store_true", help="small subset (for tests)")
+    bench.add_argument("--repo", default=".", help="clone of the repository (default: .)")
+    bench.add_argument("--out", help="report directory (default: REPO/reports)")
+    bench.add_argument("--stage", action="append", help="run only this stage (repeatable)")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``osiris``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[Settings, argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return run_with_settings(func, args)
+
+
+def run_with_settings(func: Callable[[Settings, argparse.Namespace], int],
+                      args: argparse.Namespace) -> int:
+    """Load settings, configure logging, run ``func``, and map errors to exit codes."""
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        sys.stderr.write(f"osiris: configuration error: {exc}\n")
+        return EXIT_USAGE
+    _configure_logging(settings.log_level)
+    try:
+        return func(settings, args)
+    except NotFoundError as exc:
+        sys.stderr.write(f"osiris: {exc}\n")
+        return EXIT_USAGE
+    except OsirisError as exc:
+        sys.stderr.write(f"osiris: {exc.code}: {exc}\n")
+        return EXIT_FAILED
+
+
+def serve_stdio_main() -> int:
+    """Entry point of ``mcp-osiris``: the MCP server on stdio."""
+    return main(["serve", *sys.argv[1:]])

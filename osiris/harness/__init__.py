@@ -1,0 +1,1 @@
+"""The research harness: workloads, trace importers, baselines, peers, metrics, reports."""

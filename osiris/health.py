@@ -1,0 +1,73 @@
+"""``osiris health``: one JSON document saying whether this home can serve."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from typing import Any
+
+from osiris._version import __version__
+from osiris.config import Settings
+from osiris.core.redaction import default_rules
+from osiris.core.tokens import default_counter
+from osiris.errors import OsirisError
+from osiris.store import journal
+from osiris.store.db import fetch_row
+from osiris.store.state import Store
+
+
+def _version_of(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def collect_health(settings: Settings) -> dict[str, Any]:
+    """Gather the health document; ``healthy`` is False when a check failed."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    doc: dict[str, Any] = {
+        "healthy": True,
+        "version": __version__,
+        "python": platform.python_version(),
+        "duckdb": _version_of("duckdb"),
+        "mcp": _version_of("mcp"),
+        "home": str(settings.home),
+        "roots": [str(r) for r in settings.roots],
+    }
+    try:
+        counter = default_counter()
+        doc["token_encoding"] = {"name": counter.encoding_name, "ok": counter.count("ok") == 1}
+    except OsirisError as exc:
+        doc["token_encoding"] = {"name": None, "ok": False}
+        problems.append(str(exc))
+    rules = default_rules()
+    doc["redaction_rules"] = {"version": rules.version, "rules": len(rules.rules)}
+    try:
+        store = Store(settings)
+        try:
+            applied = store.db.applied_migrations()
+            with store.read() as con:
+                refs_count, refs_bytes = fetch_row(
+                    con, "SELECT count(*), coalesce(sum(size_bytes), 0) FROM refs")
+                tasks = fetch_row(con, "SELECT count(*) FROM tasks")[0]
+                chain = journal.verify_chain(con, settings.home)
+        finally:
+            store.close()
+        doc["schema"] = {"version": store.db.schema_version, "applied": applied}
+        doc["tasks"] = int(tasks)
+        doc["refs"] = {"count": int(refs_count), "bytes": int(refs_bytes)}
+        doc["journal"] = {"events": chain.events, "head_seq": chain.head_seq,
+                          "head_hash": chain.head_hash, "chain_ok": chain.ok,
+                          "violations": list(chain.violations[:10])}
+        if not chain.ok:
+            problems.append(f"journal verification failed: {chain.violations[0]}")
+    except OsirisError as exc:
+        problems.append(str(exc))
+    if not settings.roots:
+        warnings.append("OSIRIS_ROOTS is empty: observe(kind='file') cannot read any file")
+    doc["warnings"] = warnings
+    doc["problems"] = problems
+    doc["healthy"] = not problems
+    return doc

@@ -1,0 +1,1 @@
+"""Persistence: DuckDB state, journal, ledger, ref store, sandboxed files, exports."""

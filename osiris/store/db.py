@@ -1,0 +1,310 @@
+"""The state database: one DuckDB file shared by many OSIRIS processes.
+
+Why it is built this way
+------------------------
+DuckDB lets exactly one process open a database file read-write, and while it is
+open no other process can open it at all, not even read-only (``IOException:
+Could not set lock on file … Conflicting lock is held``; ../shared/FACTS.md). Yet
+every stdio MCP client spawns its own OSIRIS server, and the dashboard and the
+notebooks read while agents write. So no OSIRIS process keeps the file open:
+
+* Every unit of work opens a connection, does its work in one transaction and
+  closes it ("connection per unit of work"). Opening costs ~15-25 ms and closing
+  ~5 ms, which is small next to an agent's turn, and one engine call is one unit.
+* Before opening, a process takes an advisory ``flock`` on ``osiris.lock`` beside
+  the database: exclusive for writers, shared for readers. OSIRIS processes thus
+  queue on the lock file instead of colliding on DuckDB's own lock, readers run
+  side by side, and a SIGKILLed holder releases its lock with its last descriptor.
+* Waiting is bounded: the lock is polled with a short, growing, jittered back-off
+  up to ``OSIRIS_LOCK_TIMEOUT_S`` (30 s by default); past it the call fails with
+  :class:`~osiris.errors.StoreBusyError`, a clear message, and nothing half-written.
+* A process outside OSIRIS (a notebook with its own ``duckdb.connect``) does not
+  take our lock; its DuckDB lock conflict is retried with the same back-off.
+* An ``exclusive`` database (the benchmark's private workspace) keeps one
+  connection open for the life of the object: nobody else uses that home.
+
+Durability: DuckDB commits with one fdatasync; a torn WAL tail after a crash is
+dropped silently, which is why the journal keeps a witness file outside the
+database (``osiris.store.journal``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from osiris.errors import SchemaError, StoreBusyError, StoreError
+from osiris.store.migrations import MIGRATIONS, Migration
+
+log = logging.getLogger(__name__)
+
+_CONFLICT_MARKERS = ("Conflicting lock", "Could not set lock")
+
+
+class Database:
+    """Access to ``osiris.duckdb`` with the locking discipline described above."""
+
+    def __init__(self, path: Path, *, lock_timeout_s: float = 30.0, exclusive: bool = False,
+                 migrations: tuple[Migration, ...] = MIGRATIONS) -> None:
+        self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+        self.lock_timeout_s = lock_timeout_s
+        self.exclusive = exclusive
+        self._migrations = migrations
+        self._held: duckdb.DuckDBPyConnection | None = None
+        self._held_lock: int | None = None
+        # The open write transaction of the current thread (so nested calls join it), and
+        # a mutex that serialises this process's writers (and, when exclusive, everyone:
+        # a DuckDB connection must not be shared by two threads at once).
+        self._local = threading.local()
+        self._mutex = threading.RLock()
+        self._migrated = False
+        #: Seconds spent waiting for locks by this object (reported by the benchmark).
+        self.lock_wait_s = 0.0
+
+    # -- public API -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self, on_commit: Callable[[], None] | None = None,
+              ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-write connection inside one transaction; commits on success.
+
+        ``on_commit`` runs after COMMIT while the lock is still held (the journal
+        witness uses it). Re-entrant: a nested ``write()`` (or ``read()``) joins the
+        outer transaction.
+        """
+        if self._current is not None:
+            yield self._current
+            return
+        self._ensure_migrated()
+        with self._mutex, self._connection(read_only=False) as con:
+            con.execute("BEGIN TRANSACTION")
+            self._current = con
+            try:
+                yield con
+                con.execute("COMMIT")
+            except BaseException:
+                self._current = None
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
+                raise
+            self._current = None
+            if on_commit is not None:
+                on_commit()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection, shared with other readers."""
+        if self._current is not None:
+            yield self._current
+            return
+        self._ensure_migrated()
+        guard = self._mutex if self.exclusive else contextlib.nullcontext()
+        with guard, self._connection(read_only=not self.exclusive) as con:
+            yield con
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; return the names applied now."""
+        with self._mutex, self._connection(read_only=False) as con:
+            return self._apply_migrations(con)
+
+    def applied_migrations(self) -> list[str]:
+        """Names of the migrations recorded in the database, in order."""
+        with self.read() as con:
+            rows = con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()
+        return [r[0] for r in rows]
+
+    @property
+    def _current(self) -> duckdb.DuckDBPyConnection | None:
+        return getattr(self._local, "current", None)
+
+    @_current.setter
+    def _current(self, con: duckdb.DuckDBPyConnection | None) -> None:
+        self._local.current = con
+
+    @property
+    def schema_version(self) -> str:
+        """Name of the newest migration this code knows."""
+        return self._migrations[-1].name
+
+    def close(self) -> None:
+        """Release the exclusive connection, if one is held."""
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+        if self._held_lock is not None:
+            fcntl.flock(self._held_lock, fcntl.LOCK_UN)
+            os.close(self._held_lock)
+            self._held_lock = None
+
+    # -- connections and locks --------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _connection(self, *, read_only: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self._held is not None:
+            yield self._held
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = self._acquire_lock(shared=read_only)
+        try:
+            con = self._connect(read_only=read_only)
+            if self.exclusive:
+                self._held, self._held_lock = con, fd
+                fd = -1
+                yield con
+                return
+            try:
+                yield con
+            finally:
+                con.close()
+        finally:
+            if fd >= 0:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def _acquire_lock(self, *, shared: bool) -> int:
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            pass
+        # Contended: wait in the kernel (a blocked flock is woken the moment the holder
+        # releases, so waiters are served promptly instead of polling and losing the race
+        # to a holder that re-locks at once). The wait runs in a helper thread so that it
+        # can be bounded; a waiter that gives up hands the lock straight back if it ever
+        # gets it.
+        started = time.monotonic()
+        waiter = _LockWaiter(fd, mode)
+        waiter.start()
+        waiter.acquired.wait(self.lock_timeout_s)
+        self.lock_wait_s += time.monotonic() - started
+        if waiter.give_up():
+            raise StoreBusyError(
+                f"the OSIRIS store {self.path} stayed locked by another process for "
+                f"{self.lock_timeout_s:g}s; retry, or raise OSIRIS_LOCK_TIMEOUT_S"
+            )
+        if waiter.error is not None:
+            os.close(fd)
+            raise StoreError(f"cannot lock {self.lock_path}: {waiter.error}")
+        return fd
+
+    def _connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        started = time.monotonic()
+        delay = 0.005
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only,
+                                      config={"autoload_known_extensions": False,
+                                              "autoinstall_known_extensions": False})
+            except duckdb.IOException as exc:
+                # Only a foreign process (one that skips our flock) can get here.
+                if not any(m in str(exc) for m in _CONFLICT_MARKERS):
+                    raise StoreError(f"cannot open {self.path}: {exc}") from exc
+                waited = time.monotonic() - started
+                if waited >= self.lock_timeout_s:
+                    raise StoreBusyError(
+                        f"{self.path} is held open by a process outside OSIRIS (for example "
+                        "a notebook's duckdb.connect); close it, or read the Parquet export "
+                        "instead"
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    # -- schema -------------------------------------------------------------------------
+
+    def _ensure_migrated(self) -> None:
+        # Once per process and object: bring the schema up to date (or refuse a newer one).
+        if not self._migrated:
+            self.migrate()
+
+    def _apply_migrations(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL UNIQUE,"
+            " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+        )
+        done = [r[0] for r in con.execute(
+            "SELECT name FROM schema_migrations ORDER BY id").fetchall()]
+        known = [m.name for m in self._migrations]
+        if done != known[: len(done)]:
+            raise SchemaError(
+                f"{self.path} has migrations {done} but this OSIRIS knows {known}: the "
+                "database was written by a newer or different OSIRIS; upgrade mcp-osiris "
+                "or point OSIRIS_HOME elsewhere"
+            )
+        applied = []
+        for index, migration in enumerate(self._migrations[len(done):], start=len(done) + 1):
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for statement in migration.statements:
+                    con.execute(statement)
+                con.execute("INSERT INTO schema_migrations (id, name) VALUES (?, ?)",
+                            [index, migration.name])
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            log.info("applied migration %s to %s", migration.name, self.path)
+            applied.append(migration.name)
+        self._migrated = True
+        return applied
+
+
+class _LockWaiter(threading.Thread):
+    """Blocks in ``flock`` on behalf of a caller that may stop waiting."""
+
+    def __init__(self, fd: int, mode: int) -> None:
+        super().__init__(name="osiris-lock-waiter", daemon=True)
+        self.fd, self.mode = fd, mode
+        self.acquired = threading.Event()
+        self.error: OSError | None = None
+        self._state = threading.Lock()
+        self._abandoned = False
+
+    def run(self) -> None:
+        try:
+            fcntl.flock(self.fd, self.mode)
+        except OSError as exc:
+            self.error = exc
+        with self._state:
+            if self._abandoned:
+                # The caller timed out and left the descriptor to us: release and close.
+                if self.error is None:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+                os.close(self.fd)
+                return
+            self.acquired.set()
+
+    def give_up(self) -> bool:
+        """True (and the descriptor now belongs to this thread) when not yet acquired."""
+        with self._state:
+            if self.acquired.is_set():
+                return False
+            self._abandoned = True
+            return True
+
+
+def fetch_row(con: duckdb.DuckDBPyConnection, sql: str,
+              params: list[Any] | dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """The one row of an aggregate query (never None)."""
+    row = con.execute(sql, params or []).fetchone()
+    if row is None:
+        raise StoreError(f"query returned no row: {sql[:80]}")
+    return tuple(row)
+
+
+def rows_as_dicts(cursor: Any) -> list[dict[str, Any]]:
+    """Rows of a DuckDB result as dictionaries keyed by column name."""
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

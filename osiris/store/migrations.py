@@ -1,0 +1,130 @@
+"""Named, append-only schema migrations of the state database.
+
+Each migration is applied once, in order, inside its own transaction, and its
+name is recorded in ``schema_migrations``. Never edit or reorder a released
+migration: add a new one at the end. A database whose recorded names are not a
+prefix of :data:`MIGRATIONS` was written by another OSIRIS and is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step."""
+
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("0001_initial", (
+        # Tasks: one row per task; `state` is the whole TaskState as canonical JSON.
+        """CREATE TABLE tasks (
+            task_id VARCHAR PRIMARY KEY,
+            created_us BIGINT NOT NULL,
+            updated_us BIGINT NOT NULL,
+            objective VARCHAR NOT NULL,
+            project_id VARCHAR,
+            agent_id VARCHAR,
+            parent_task_id VARCHAR,
+            status VARCHAR NOT NULL DEFAULT 'active',
+            state JSON NOT NULL,
+            state_hash VARCHAR NOT NULL
+        )""",
+        # The append-only, hash-chained event journal (see osiris.store.journal).
+        """CREATE TABLE events (
+            seq BIGINT PRIMARY KEY,
+            ts_us BIGINT NOT NULL,
+            task_id VARCHAR,
+            actor VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            body VARCHAR NOT NULL,
+            prev_hash VARCHAR NOT NULL,
+            hash VARCHAR NOT NULL
+        )""",
+        "CREATE INDEX events_task ON events (task_id)",
+        # Metadata of content-addressed blobs; the bytes live under $OSIRIS_HOME/refs.
+        """CREATE TABLE refs (
+            ref VARCHAR PRIMARY KEY,
+            size_bytes BIGINT NOT NULL,
+            tokens BIGINT NOT NULL,
+            encoding VARCHAR NOT NULL,
+            media_type VARCHAR NOT NULL,
+            created_us BIGINT NOT NULL
+        )""",
+        # Which task holds which ref (created it, or received it by handoff).
+        """CREATE TABLE task_refs (
+            task_id VARCHAR NOT NULL,
+            ref VARCHAR NOT NULL,
+            created_us BIGINT NOT NULL,
+            via VARCHAR NOT NULL,
+            PRIMARY KEY (task_id, ref)
+        )""",
+        "CREATE SEQUENCE ledger_id START 1",
+        # One row per event that moves tokens or money.
+        """CREATE TABLE ledger (
+            id BIGINT PRIMARY KEY DEFAULT nextval('ledger_id'),
+            ts_us BIGINT NOT NULL,
+            task_id VARCHAR,
+            event_seq BIGINT,
+            kind VARCHAR NOT NULL,
+            ref VARCHAR,
+            tokens BIGINT NOT NULL DEFAULT 0,
+            encoding VARCHAR NOT NULL,
+            saved_claimed BIGINT NOT NULL DEFAULT 0,
+            saved_proven BIGINT NOT NULL DEFAULT 0,
+            overhead_tokens BIGINT NOT NULL DEFAULT 0,
+            detail JSON
+        )""",
+        "CREATE INDEX ledger_task ON ledger (task_id)",
+        # Typed, scoped, content-addressed memory entries.
+        """CREATE TABLE memory (
+            entry_id VARCHAR PRIMARY KEY,
+            scope VARCHAR NOT NULL,
+            scope_id VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,
+            key VARCHAR NOT NULL,
+            value JSON NOT NULL,
+            task_id VARCHAR,
+            created_us BIGINT NOT NULL
+        )""",
+        """CREATE TABLE checkpoints (
+            checkpoint_id VARCHAR PRIMARY KEY,
+            task_id VARCHAR NOT NULL,
+            created_us BIGINT NOT NULL,
+            mode VARCHAR NOT NULL,
+            state_ref VARCHAR NOT NULL,
+            body JSON NOT NULL
+        )""",
+        """CREATE TABLE handoffs (
+            handoff_id VARCHAR PRIMARY KEY,
+            parent_task_id VARCHAR NOT NULL,
+            child_task_id VARCHAR,
+            status VARCHAR NOT NULL,
+            contract JSON NOT NULL,
+            result JSON,
+            created_us BIGINT NOT NULL,
+            updated_us BIGINT NOT NULL
+        )""",
+        """CREATE TABLE failures (
+            task_id VARCHAR NOT NULL,
+            signature VARCHAR NOT NULL,
+            tool VARCHAR NOT NULL,
+            last_args_hash VARCHAR NOT NULL,
+            attempts INTEGER NOT NULL,
+            first_us BIGINT NOT NULL,
+            last_us BIGINT NOT NULL,
+            resolved BOOLEAN NOT NULL DEFAULT false,
+            lesson VARCHAR,
+            PRIMARY KEY (task_id, signature)
+        )""",
+    )),
+    Migration("0002_ref_provenance", (
+        # Which redaction rules scrubbed the payload before it was hashed.
+        "ALTER TABLE refs ADD COLUMN redaction_version VARCHAR",
+        "ALTER TABLE refs ADD COLUMN redactions INTEGER DEFAULT 0",
+    )),
+)

@@ -1,0 +1,209 @@
+"""Store: the one object the engine uses for persistence.
+
+It ties the DuckDB database (tables, journal, ledger), the blob store and the
+journal witness together, so that one engine call is one transaction: every
+state change and the journal events that describe it commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import duckdb
+
+from osiris.config import Settings
+from osiris.core.hashing import canonical_json, sha256_hex
+from osiris.errors import NotFoundError
+from osiris.store import journal
+from osiris.store.db import Database
+from osiris.store.refs import RefStore
+
+
+class Clock(Protocol):
+    """Source of wall-clock time (injectable so replays are deterministic)."""
+
+    def now_us(self) -> int:
+        """Microseconds since the Unix epoch."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now_us(self) -> int:
+        return time.time_ns() // 1000
+
+
+@dataclass(frozen=True)
+class RefMeta:
+    """What the database records about a blob."""
+
+    ref: str
+    size_bytes: int
+    tokens: int
+    encoding: str
+    media_type: str
+    created_us: int
+    redaction_version: str | None
+    redactions: int
+
+
+class Tx:
+    """One write transaction: table writes plus the journal events describing them."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, cursor: journal.JournalCursor,
+                 clock: Clock, actor: str) -> None:
+        self.con = con
+        self._cursor = cursor
+        self._clock = clock
+        self.actor = actor
+        self.now_us = clock.now_us()
+
+    def event(self, kind: str, body: dict[str, Any], *, task_id: str | None,
+              actor: str | None = None) -> journal.JournalEvent:
+        """Append a journal event (committed with the transaction)."""
+        return journal.append_event(self.con, self._cursor, ts_us=self.now_us, task_id=task_id,
+                                    actor=actor or self.actor, kind=kind, body=body)
+
+    def insert_task(self, task_id: str, *, objective: str, state: dict[str, Any],
+                    project_id: str | None = None, agent_id: str | None = None,
+                    parent_task_id: str | None = None) -> None:
+        """Create a task row."""
+        text = canonical_json(state)
+        self.con.execute(
+            "INSERT INTO tasks (task_id, created_us, updated_us, objective, project_id,"
+            " agent_id, parent_task_id, status, state, state_hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
+            [task_id, self.now_us, self.now_us, objective, project_id, agent_id, parent_task_id,
+             text, sha256_hex(text)],
+        )
+
+    def update_task(self, task_id: str, state: dict[str, Any], status: str | None = None) -> None:
+        """Replace a task's state (the journal event says what changed)."""
+        text = canonical_json(state)
+        self.con.execute(
+            "UPDATE tasks SET state = ?, state_hash = ?, updated_us = ?,"
+            " status = coalesce(?, status) WHERE task_id = ?",
+            [text, sha256_hex(text), self.now_us, status, task_id],
+        )
+
+    def record_ref(self, ref: str, *, size_bytes: int, tokens: int, encoding: str,
+                   media_type: str, redaction_version: str | None, redactions: int) -> bool:
+        """Record blob metadata once; True when the ref is new to the database."""
+        row = self.con.execute("SELECT 1 FROM refs WHERE ref = ?", [ref]).fetchone()
+        if row is not None:
+            return False
+        self.con.execute(
+            "INSERT INTO refs (ref, size_bytes, tokens, encoding, media_type, created_us,"
+            " redaction_version, redactions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [ref, size_bytes, tokens, encoding, media_type, self.now_us, redaction_version,
+             redactions],
+        )
+        return True
+
+    def link_ref(self, task_id: str, ref: str, via: str) -> None:
+        """Make ``ref`` visible to ``task_id`` (idempotent)."""
+        self.con.execute(
+            "INSERT INTO task_refs (task_id, ref, created_us, via) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT DO NOTHING",
+            [task_id, ref, self.now_us, via],
+        )
+
+    def ledger(self, *, kind: str, task_id: str | None, event_seq: int | None,
+               encoding: str, tokens: int = 0, ref: str | None = None,
+               saved_claimed: int = 0, saved_proven: int = 0, overhead_tokens: int = 0,
+               detail: dict[str, Any] | None = None) -> None:
+        """Append a ledger row."""
+        self.con.execute(
+            "INSERT INTO ledger (ts_us, task_id, event_seq, kind, ref, tokens, encoding,"
+            " saved_claimed, saved_proven, overhead_tokens, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [self.now_us, task_id, event_seq, kind, ref, tokens, encoding, saved_claimed,
+             saved_proven, overhead_tokens, canonical_json(detail or {})],
+        )
+
+
+class Store:
+    """Persistence of one OSIRIS home, safe to use from many processes at once."""
+
+    def __init__(self, settings: Settings, *, exclusive: bool = False,
+                 clock: Clock | None = None) -> None:
+        self.settings = settings
+        self.home = settings.home
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.db = Database(settings.db_path, lock_timeout_s=settings.lock_timeout_s,
+                           exclusive=exclusive)
+        self.refs = RefStore(settings.refs_dir)
+        self.clock: Clock = clock or SystemClock()
+        self._local = threading.local()
+        journal.remove_stale_temp_files(self.home)
+
+    @contextlib.contextmanager
+    def transaction(self, actor: str = "system") -> Iterator[Tx]:
+        """One atomic unit of work; nested calls join the outer one.
+
+        After COMMIT, while the lock is still held, the journal witness advances to
+        the last event appended, so the witness never runs ahead of the database.
+        """
+        outer: Tx | None = getattr(self._local, "tx", None)
+        if outer is not None:
+            yield outer
+            return
+        holder: list[Tx] = []
+
+        def advance_witness() -> None:
+            cursor = holder[0]._cursor
+            if cursor.appended:
+                journal.write_witness(self.home, cursor.seq, cursor.hash)
+
+        with self.db.write(on_commit=advance_witness) as con:
+            tx = Tx(con, journal.read_tail(con), self.clock, actor)
+            holder.append(tx)
+            self._local.tx = tx
+            try:
+                yield tx
+            finally:
+                self._local.tx = None
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection (shared with other readers)."""
+        with self.db.read() as con:
+            yield con
+
+    def put_blob(self, data: bytes) -> tuple[str, bool]:
+        """Store bytes in the ref store (outside any transaction: blobs are immutable)."""
+        return self.refs.put(data)
+
+    def ref_meta(self, ref: str) -> RefMeta:
+        """Metadata of a ref; NotFoundError when it was never recorded."""
+        with self.read() as con:
+            row = con.execute(
+                "SELECT ref, size_bytes, tokens, encoding, media_type, created_us,"
+                " redaction_version, redactions FROM refs WHERE ref = ?", [ref]).fetchone()
+        if row is None:
+            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
+        return RefMeta(*row)
+
+    def task_row(self, task_id: str) -> dict[str, Any]:
+        """The task's row with its state parsed; NotFoundError when absent."""
+        with self.read() as con:
+            cur = con.execute("SELECT * FROM tasks WHERE task_id = ?", [task_id])
+            names = [d[0] for d in cur.description]
+            row = cur.fetchone()
+        if row is None:
+            raise NotFoundError(f"task {task_id!r} does not exist in {self.home}; "
+                                "start one with plan(mode='start')")
+        record = dict(zip(names, row, strict=True))
+        record["state"] = json.loads(record["state"])
+        return record
+
+    def close(self) -> None:
+        """Release held resources (the exclusive connection, if any)."""
+        self.db.close()
