@@ -46,6 +46,10 @@ class Settings:
     """OSIRIS_MAX_FILE_BYTES: largest file ``observe(kind="file")`` will read."""
     max_payload_bytes: int = 32 * 1024 * 1024
     """OSIRIS_MAX_PAYLOAD_BYTES: largest payload ``observe`` will accept."""
+    cost_model: str = "anthropic-5m"
+    """OSIRIS_COST_MODEL: the provider cost model used for PrefillPlans and the ledger."""
+    context_window_tokens: int = 200_000
+    """OSIRIS_CONTEXT_WINDOW_TOKENS: the agent model's context window (pressure)."""
 
     @property
     def db_path(self) -> Path:
@@ -93,6 +97,11 @@ class Settings:
                                 _positive_int, "a positive whole number of bytes"),
             max_payload_bytes=_get(env, "OSIRIS_MAX_PAYLOAD_BYTES", defaults.max_payload_bytes,
                                    _positive_int, "a positive whole number of bytes"),
+            cost_model=_get(env, "OSIRIS_COST_MODEL", defaults.cost_model, _cost_model,
+                            "one of " + ", ".join(_cost_model_names())),
+            context_window_tokens=_get(env, "OSIRIS_CONTEXT_WINDOW_TOKENS",
+                                       defaults.context_window_tokens, _positive_int,
+                                       "a positive whole number of tokens, e.g. 200000"),
         )
 
 
@@ -135,6 +144,18 @@ def _log_level(raw: str) -> str:
     if upper not in _LOG_LEVELS:
         raise ValueError(raw)
     return upper
+
+
+def _cost_model_names() -> tuple[str, ...]:
+    from osiris.core.cost_models import default_cost_models
+
+    return default_cost_models().names
+
+
+def _cost_model(raw: str) -> str:
+    if raw not in _cost_model_names():
+        raise ValueError(raw)
+    return raw
 
 
 def _parse_roots(raw: str) -> tuple[Path, ...]:

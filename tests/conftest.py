@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from osiris.config import Settings
+from osiris.engine import Engine
 from osiris.store.state import Store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,3 +51,11 @@ def run_cli(*args: str, env: dict[str, str] | None = None,
         full_env.update(env)
     return subprocess.run([sys.executable, "-m", "osiris", *args], capture_output=True,
                           text=True, env=full_env, input=stdin, timeout=timeout, check=False)
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    """The real engine on the test home."""
+    eng = Engine(settings)
+    yield eng
+    eng.close()

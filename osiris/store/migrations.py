@@ -127,4 +127,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE refs ADD COLUMN redaction_version VARCHAR",
         "ALTER TABLE refs ADD COLUMN redactions INTEGER DEFAULT 0",
     )),
+    Migration("0003_costs_and_usage", (
+        # Cost of each ledger row under the named cost model (versioned data).
+        "ALTER TABLE ledger ADD COLUMN cost_model VARCHAR",
+        "ALTER TABLE ledger ADD COLUMN cost_usd DOUBLE DEFAULT 0",
+        # Tokens this event put into (+) or took out of (-) the agent's context.
+        "ALTER TABLE ledger ADD COLUMN context_tokens BIGINT DEFAULT 0",
+        "CREATE SEQUENCE usage_id START 1",
+        # Provider-reported usage: ground truth, stored beside OSIRIS's estimate.
+        """CREATE TABLE usage_reports (
+            id BIGINT PRIMARY KEY DEFAULT nextval('usage_id'),
+            ts_us BIGINT NOT NULL,
+            task_id VARCHAR NOT NULL,
+            event_seq BIGINT NOT NULL,
+            provider VARCHAR NOT NULL,
+            prompt_tokens BIGINT NOT NULL,
+            cache_read_tokens BIGINT NOT NULL,
+            cache_write_tokens BIGINT NOT NULL,
+            output_tokens BIGINT NOT NULL,
+            estimated_prompt_tokens BIGINT,
+            raw JSON NOT NULL
+        )""",
+    )),
 )

@@ -118,14 +118,33 @@ class Tx:
     def ledger(self, *, kind: str, task_id: str | None, event_seq: int | None,
                encoding: str, tokens: int = 0, ref: str | None = None,
                saved_claimed: int = 0, saved_proven: int = 0, overhead_tokens: int = 0,
-               detail: dict[str, Any] | None = None) -> None:
+               cost_model: str | None = None, cost_usd: float = 0.0,
+               context_tokens: int = 0, detail: dict[str, Any] | None = None) -> None:
         """Append a ledger row."""
         self.con.execute(
             "INSERT INTO ledger (ts_us, task_id, event_seq, kind, ref, tokens, encoding,"
-            " saved_claimed, saved_proven, overhead_tokens, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " saved_claimed, saved_proven, overhead_tokens, cost_model, cost_usd,"
+            " context_tokens, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [self.now_us, task_id, event_seq, kind, ref, tokens, encoding, saved_claimed,
-             saved_proven, overhead_tokens, canonical_json(detail or {})],
+             saved_proven, overhead_tokens, cost_model, cost_usd, context_tokens,
+             canonical_json(detail or {})],
+        )
+
+    @property
+    def last_event_seq(self) -> int:
+        """Sequence number of the newest event in the chain (this transaction's included)."""
+        return self._cursor.seq
+
+    def usage_report(self, *, task_id: str, event_seq: int, provider: str, prompt_tokens: int,
+                     cache_read_tokens: int, cache_write_tokens: int, output_tokens: int,
+                     estimated_prompt_tokens: int | None, raw: dict[str, Any]) -> None:
+        """Store provider-reported usage (ground truth) beside OSIRIS's estimate."""
+        self.con.execute(
+            "INSERT INTO usage_reports (ts_us, task_id, event_seq, provider, prompt_tokens,"
+            " cache_read_tokens, cache_write_tokens, output_tokens, estimated_prompt_tokens,"
+            " raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [self.now_us, task_id, event_seq, provider, prompt_tokens, cache_read_tokens,
+             cache_write_tokens, output_tokens, estimated_prompt_tokens, canonical_json(raw)],
         )
 
 

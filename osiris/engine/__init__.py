@@ -1,0 +1,89 @@
+"""Engine: the one facade over core and store that the MCP server, the CLI and the
+benchmark all drive. Each public method is one store transaction (or one read)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from osiris.config import Settings
+from osiris.core.cost_models import default_cost_models
+from osiris.core.tokens import TokenCounter, default_counter
+from osiris.engine import observing, planning
+from osiris.engine.context import EngineContext, account_answer, check_task_id, load_task
+from osiris.errors import InvalidInputError
+from osiris.store.state import Clock, Store
+
+PLAN_MODES = ("start", "update", "resume", "status")
+
+
+class Engine:
+    """plan / observe (and, as the project grows, precheck, recall, checkpoint, handoff)."""
+
+    def __init__(self, settings: Settings, *, store: Store | None = None,
+                 counter: TokenCounter | None = None, clock: Clock | None = None,
+                 exclusive: bool = False, cost_model: str | None = None) -> None:
+        self.settings = settings
+        self.store = store or Store(settings, exclusive=exclusive, clock=clock)
+        self.ctx = EngineContext(
+            settings=settings, store=self.store, counter=counter or default_counter(),
+            cost_model=default_cost_models().get(cost_model or settings.cost_model))
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plan --------------------------------------------------------------------------
+
+    def plan(self, mode: str, *, task_id: str | None = None, objective: str | None = None,
+             steps: list[str] | None = None, active_step: int | None = None,
+             completed: list[int] | None = None, constraints: list[Any] | None = None,
+             decisions: list[Any] | None = None, agent_id: str | None = None,
+             project_id: str | None = None, budget: dict[str, Any] | None = None,
+             flags: dict[str, bool] | None = None, actor: str | None = None,
+             ) -> dict[str, Any]:
+        """Start, update, resume or report on a task; returns the sealed manifest."""
+        if mode not in PLAN_MODES:
+            raise InvalidInputError(f"unknown plan mode {mode!r}: use one of "
+                                    + ", ".join(PLAN_MODES))
+        with self.store.transaction(actor or agent_id or "agent") as tx:
+            if mode == "start":
+                answer = planning.plan_start(
+                    self.ctx, tx, objective=objective, steps=steps, active_step=active_step,
+                    constraints=constraints, decisions=decisions, agent_id=agent_id,
+                    project_id=project_id, budget=budget, flags=flags)
+            elif mode == "update":
+                answer = planning.plan_update(
+                    self.ctx, tx, task_id=check_task_id(task_id), steps=steps,
+                    active_step=active_step, completed=completed, constraints=constraints,
+                    decisions=decisions, budget=budget, flags=flags)
+            elif mode == "resume":
+                answer = planning.plan_resume(self.ctx, tx, task_id=check_task_id(task_id))
+            else:
+                answer = planning.plan_status(self.ctx, tx, task_id=check_task_id(task_id))
+            account_answer(self.ctx, tx, answer["task_id"], f"plan.{mode}", answer)
+        return answer
+
+    # -- observe -----------------------------------------------------------------------
+
+    def observe(self, task_id: str, kind: str, *, tool: str | None = None,
+                args: dict[str, Any] | None = None, result: Any = None,
+                path: str | None = None, seal: str | None = None,
+                usage: dict[str, Any] | None = None, actor: str | None = None,
+                ) -> dict[str, Any]:
+        """Record what happened this turn; check the SEAL; store provider usage."""
+        if kind not in observing.OBSERVE_KINDS:
+            raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
+                                    + ", ".join(observing.OBSERVE_KINDS))
+        task_id = check_task_id(task_id)
+        with self.store.transaction(actor or "agent") as tx:
+            state = load_task(tx, task_id, self.ctx.cost_model)
+            answer = observing.observe(self.ctx, tx, state, kind=kind, result=result,
+                                       seal=seal, usage=usage)
+            account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer)
+        return answer

@@ -1,0 +1,100 @@
+"""What every engine operation needs, and the task load/save discipline.
+
+One engine call is one store transaction: the task is loaded inside it, changed
+by pure core functions, saved, and the journal event that describes the change
+(with the new state's hash) commits with it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, replace
+from typing import Any
+
+import duckdb
+
+from osiris.config import Settings
+from osiris.core.cost_models import CostModel
+from osiris.core.hashing import canonical_json
+from osiris.core.task_state import TaskState
+from osiris.core.tokens import TokenCounter
+from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store.db import fetch_row
+from osiris.store.state import Store, Tx
+
+TASK_ID_PREFIX = "t_"
+
+
+@dataclass
+class EngineContext:
+    """Collaborators shared by the engine's operations."""
+
+    settings: Settings
+    store: Store
+    counter: TokenCounter
+    cost_model: CostModel
+
+    def new_task_id(self) -> str:
+        """An unguessable task id (96 random bits)."""
+        return TASK_ID_PREFIX + secrets.token_hex(12)
+
+
+def check_task_id(task_id: object) -> str:
+    """A syntactically valid task id, or InvalidInputError."""
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise InvalidInputError("task_id is required: pass the id returned by "
+                                "plan(mode='start')")
+    task_id = task_id.strip()
+    if len(task_id) > 128 or not all(c.isalnum() or c in "_-.:" for c in task_id):
+        raise InvalidInputError(f"{task_id[:40]!r} is not a task id")
+    return task_id
+
+
+def load_task(tx: Tx, task_id: str, model: CostModel | None = None) -> TaskState:
+    """The task's state inside a transaction (derived counts refreshed when a cost model
+    is given); NotFoundError when absent."""
+    row = tx.con.execute("SELECT state FROM tasks WHERE task_id = ?", [task_id]).fetchone()
+    if row is None:
+        raise NotFoundError(f"task {task_id!r} does not exist; start one with "
+                            "plan(mode='start') or check the id in your manifest")
+    state = TaskState.from_dict(json.loads(row[0]))
+    return derived_counts(tx.con, state, model) if model is not None else state
+
+
+def save_task(tx: Tx, state: TaskState, kind: str, body: dict[str, Any]) -> int:
+    """Persist ``state`` and journal ``kind`` with its body and the new state hash."""
+    tx.update_task(state.task_id, state.as_dict(), status=state.status)
+    event = tx.event(kind, {**body, "state_hash": state.state_hash()}, task_id=state.task_id)
+    return event.seq
+
+
+def derived_counts(con: duckdb.DuckDBPyConnection, state: TaskState,
+                   model: CostModel) -> TaskState:
+    """Figures that the ledger and other tables own: refs held, tokens in context by
+    source, and (until the agent reports provider usage) the estimated consumption."""
+    refs = fetch_row(con, "SELECT count(*) FROM task_refs WHERE task_id = ?",
+                     [state.task_id])[0]
+    rows = con.execute(
+        "SELECT split_part(kind, '.', 1) AS source, sum(context_tokens),"
+        " sum(greatest(context_tokens, 0)) FROM ledger WHERE task_id = ? GROUP BY source",
+        [state.task_id]).fetchall()
+    measured = tuple(sorted((str(src), int(total)) for src, total, _ in rows if total))
+    state = replace(state, refs=int(refs), measured=measured)
+    if state.budget_source == "estimate":
+        added = sum(int(pos) for _, _, pos in rows)
+        state = replace(state, budget=replace(
+            state.budget, tokens_consumed=added,
+            cost_consumed_usd=round(model.token_cost(added), 8)))
+    return state
+
+
+def account_answer(ctx: EngineContext, tx: Tx, task_id: str | None, operation: str,
+                   answer: dict[str, Any]) -> None:
+    """Ledger row for an answer: its tokens enter the agent's context and are OSIRIS's
+    overhead (counted on the structured form, which is what clients show the model)."""
+    tokens = ctx.counter.count(canonical_json(answer))
+    tx.ledger(kind=f"answer.{operation}", task_id=task_id, event_seq=tx.last_event_seq,
+              encoding=ctx.counter.encoding_name, tokens=tokens, overhead_tokens=tokens,
+              context_tokens=tokens, cost_model=ctx.cost_model.name,
+              cost_usd=ctx.cost_model.token_cost(tokens))
