@@ -22,6 +22,7 @@ T = TypeVar("T")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+PRUNE_MODES = ("cache_ttl", "conservative", "balanced", "aggressive")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,16 @@ class Settings:
     """OSIRIS_COST_MODEL: the provider cost model used for PrefillPlans and the ledger."""
     context_window_tokens: int = 200_000
     """OSIRIS_CONTEXT_WINDOW_TOKENS: the agent model's context window (pressure)."""
+    engage_light_tokens: int = 300
+    """OSIRIS_ENGAGE_LIGHT_TOKENS: payloads below this pass through (bystander mode)."""
+    engage_standard_tokens: int = 1_500
+    """OSIRIS_ENGAGE_STANDARD_TOKENS: from here on, a standard preview."""
+    engage_full_tokens: int = 8_000
+    """OSIRIS_ENGAGE_FULL_TOKENS: from here on, full engagement (structural preview)."""
+    prune_mode: str = "cache_ttl"
+    """OSIRIS_PRUNE_MODE: cache_ttl, conservative, balanced or aggressive."""
+    recall_max_tokens: int = 2_000
+    """OSIRIS_RECALL_MAX_TOKENS: default bound of a recall answer."""
 
     @property
     def db_path(self) -> Path:
@@ -65,6 +76,15 @@ class Settings:
     def reports_dir(self) -> Path:
         """Where per-home reports and exports go."""
         return self.home / "reports"
+
+    def _checked(self) -> Settings:
+        if not self.engage_light_tokens < self.engage_standard_tokens < self.engage_full_tokens:
+            raise ConfigError(
+                "OSIRIS_ENGAGE_LIGHT_TOKENS < OSIRIS_ENGAGE_STANDARD_TOKENS < "
+                "OSIRIS_ENGAGE_FULL_TOKENS must hold (now "
+                f"{self.engage_light_tokens}, {self.engage_standard_tokens}, "
+                f"{self.engage_full_tokens})")
+        return self
 
     def with_home(self, home: Path) -> Settings:
         """A copy pointing at another home (tests, benchmark workspaces)."""
@@ -102,7 +122,20 @@ class Settings:
             context_window_tokens=_get(env, "OSIRIS_CONTEXT_WINDOW_TOKENS",
                                        defaults.context_window_tokens, _positive_int,
                                        "a positive whole number of tokens, e.g. 200000"),
-        )
+            engage_light_tokens=_get(env, "OSIRIS_ENGAGE_LIGHT_TOKENS",
+                                     defaults.engage_light_tokens, _positive_int,
+                                     "a positive whole number of tokens"),
+            engage_standard_tokens=_get(env, "OSIRIS_ENGAGE_STANDARD_TOKENS",
+                                        defaults.engage_standard_tokens, _positive_int,
+                                        "a positive whole number of tokens"),
+            engage_full_tokens=_get(env, "OSIRIS_ENGAGE_FULL_TOKENS",
+                                    defaults.engage_full_tokens, _positive_int,
+                                    "a positive whole number of tokens"),
+            prune_mode=_get(env, "OSIRIS_PRUNE_MODE", defaults.prune_mode, _prune_mode,
+                            "one of " + ", ".join(PRUNE_MODES)),
+            recall_max_tokens=_get(env, "OSIRIS_RECALL_MAX_TOKENS", defaults.recall_max_tokens,
+                                   _positive_int, "a positive whole number of tokens"),
+        )._checked()
 
 
 def _get(env: Mapping[str, str], name: str, default: T, parse: Callable[[str], T],
@@ -144,6 +177,12 @@ def _log_level(raw: str) -> str:
     if upper not in _LOG_LEVELS:
         raise ValueError(raw)
     return upper
+
+
+def _prune_mode(raw: str) -> str:
+    if raw not in PRUNE_MODES:
+        raise ValueError(raw)
+    return raw
 
 
 def _cost_model_names() -> tuple[str, ...]:

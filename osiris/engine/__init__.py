@@ -8,7 +8,8 @@ from typing import Any
 from osiris.config import Settings
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.engine import observing, planning
+from osiris.engine import checkpoints, observing, planning
+from osiris.engine import recall as recall_op
 from osiris.engine.context import EngineContext, account_answer, check_task_id, load_task
 from osiris.errors import InvalidInputError
 from osiris.store.state import Clock, Store
@@ -21,8 +22,11 @@ class Engine:
 
     def __init__(self, settings: Settings, *, store: Store | None = None,
                  counter: TokenCounter | None = None, clock: Clock | None = None,
-                 exclusive: bool = False, cost_model: str | None = None) -> None:
+                 exclusive: bool = False, cost_model: str | None = None,
+                 fixed_mode: str | None = None) -> None:
         self.settings = settings
+        #: Force one engagement mode for every payload (the benchmark's osiris-fixed).
+        self.fixed_mode = fixed_mode
         self.store = store or Store(settings, exclusive=exclusive, clock=clock)
         self.ctx = EngineContext(
             settings=settings, store=self.store, counter=counter or default_counter(),
@@ -83,7 +87,43 @@ class Engine:
         task_id = check_task_id(task_id)
         with self.store.transaction(actor or "agent") as tx:
             state = load_task(tx, task_id, self.ctx.cost_model)
-            answer = observing.observe(self.ctx, tx, state, kind=kind, result=result,
-                                       seal=seal, usage=usage)
+            answer = observing.observe(self.ctx, tx, state, kind=kind, tool=tool, args=args,
+                                       result=result, path=path, seal=seal, usage=usage,
+                                       fixed_mode=self.fixed_mode)
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer)
+        return answer
+
+    # -- recall ------------------------------------------------------------------------
+
+    def recall(self, ref: str, op: str = "head", *, pattern: str | None = None,
+               start: int | None = None, end: int | None = None, n: int | None = None,
+               context: int | None = None, fields: list[str] | None = None,
+               where: Any = None, max_tokens: int | None = None, ignore_case: bool = False,
+               language: str | None = None, task_id: str | None = None,
+               actor: str | None = None) -> dict[str, Any]:
+        """Expand a ref server-side: only what was asked for enters the context."""
+        task = check_task_id(task_id) if task_id is not None else None
+        with self.store.transaction(actor or "agent") as tx:
+            if task is not None:
+                load_task(tx, task)  # the task must exist
+            answer = recall_op.recall(
+                self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
+                context=context, fields=fields, where=where, max_tokens=max_tokens,
+                ignore_case=ignore_case, language=language)
+            tx.event("recall", {"ref": ref, "op": op, "tokens": answer["tokens"],
+                                "truncated": answer["truncated"]}, task_id=task)
+            account_answer(self.ctx, tx, task, f"recall.{op}", answer)
+        return answer
+
+    # -- checkpoint --------------------------------------------------------------------
+
+    def checkpoint(self, task_id: str, mode: str, *, checkpoint_id: str | None = None,
+                   item: int = 0, offset: int = 0, max_tokens: int | None = None,
+                   actor: str | None = None) -> dict[str, Any]:
+        """Snapshot, resume, report, compact, trim, clear or restore."""
+        with self.store.transaction(actor or "agent") as tx:
+            answer = checkpoints.checkpoint(self.ctx, tx, task_id=task_id, mode=mode,
+                                            checkpoint_id=checkpoint_id, item=item,
+                                            offset=offset, max_tokens=max_tokens)
+            account_answer(self.ctx, tx, answer["task_id"], f"checkpoint.{mode}", answer)
         return answer

@@ -15,10 +15,11 @@ from osiris.core.hashing import sha256_hex
 from osiris.core.ledger import Usage, normalize_usage, usage_cost
 from osiris.core.manifest import render_manifest, seal_of_manifest
 from osiris.core.prefix import NO_DRIFT, DriftVerdict, classify_drift, compute_zones
-from osiris.core.redaction import scrub
 from osiris.core.task_state import TaskState
 from osiris.core.volatile import find_volatile
-from osiris.engine.context import EngineContext, save_task
+from osiris.engine import payloads
+from osiris.engine.context import EngineContext, derived_counts, save_task
+from osiris.engine.payloads import LedgerRow, store_payload
 from osiris.engine.planning import drift_between, pressure_of, sealed, shown_drift, sizes_of
 from osiris.errors import InvalidInputError
 from osiris.store.state import Tx
@@ -88,65 +89,113 @@ def store_usage(ctx: EngineContext, tx: Tx, task_id: str, raw: dict[str, Any], u
 
 
 def observe_prompt_part(ctx: EngineContext, tx: Tx, state: TaskState, kind: str,
-                        text: object) -> tuple[TaskState, dict[str, Any], DriftVerdict]:
+                        text: object,
+                        ) -> tuple[TaskState, dict[str, Any], DriftVerdict, list[LedgerRow]]:
     """``observe(kind="head"|"contract")``: record the text, find volatile tokens, rehash."""
     if not isinstance(text, str) or not text:
         raise InvalidInputError(f"observe(kind='{kind}') needs result: the text of your "
                                 + ("system prompt head" if kind == "head"
                                    else "tool contract (the tool definitions you were given)"))
-    scrubbed = scrub(text)
-    data = scrubbed.text.encode("utf-8")
-    ref, _ = ctx.store.put_blob(data)
-    tokens = ctx.counter.count(scrubbed.text)
-    tx.record_ref(ref, size_bytes=len(data), tokens=tokens, encoding=ctx.counter.encoding_name,
-                  media_type="text/plain", redaction_version=scrubbed.rules_version,
-                  redactions=scrubbed.redacted)
-    tx.link_ref(state.task_id, ref, f"observe.{kind}")
-    digest = sha256_hex(data)
+    stored = store_payload(ctx, tx, state.task_id, text, via=f"observe.{kind}")
+    digest = sha256_hex(stored.text.encode("utf-8"))
     zones = state.zones
-    first_time = (zones.head_digest if kind == "head" else zones.contract_digest) == ""
+    old_ref, old_tokens = (zones.head_ref, zones.head_tokens) if kind == "head" \
+        else (zones.contract_ref, zones.contract_tokens)
+    first_time = old_ref is None
     if kind == "head":
-        zones = replace(zones, head_digest=digest, head_ref=ref, head_tokens=tokens)
+        zones = replace(zones, head_digest=digest, head_ref=stored.ref, head_tokens=stored.tokens)
     else:
-        zones = replace(zones, contract_digest=digest, contract_ref=ref, contract_tokens=tokens)
+        zones = replace(zones, contract_digest=digest, contract_ref=stored.ref,
+                        contract_tokens=stored.tokens)
     new = replace(state, zones=zones)
     drift = NO_DRIFT if first_time else drift_between(ctx, state, new)
-    volatile = find_volatile(scrubbed.text, ctx.counter)
+    volatile = find_volatile(stored.text, ctx.counter)
     new = sealed(replace(new, drift=shown_drift(state.drift, drift)))
-    facts = {"ref": ref, "tokens": tokens, "redacted": scrubbed.redacted,
+    facts = {"ref": stored.ref, "tokens": stored.tokens, "redacted": stored.redacted,
              "volatile": [v.as_dict() for v in volatile]}
-    return new, facts, drift
+    # The head/contract is part of the agent's prompt: it replaces the previous one.
+    rows: list[LedgerRow] = []
+    if old_ref is not None and old_ref != stored.ref:
+        rows.append({"kind": f"prompt.{kind}", "ref": old_ref, "tokens": old_tokens,
+                     "context_tokens": -old_tokens, "detail": {"kind": kind}})
+    if old_ref != stored.ref:
+        rows.append({"kind": f"prompt.{kind}", "ref": stored.ref, "tokens": stored.tokens,
+                     "context_tokens": stored.tokens, "detail": {"kind": kind}})
+    return new, facts, drift, rows
 
 
-def observe(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, result: object,
-            seal: object, usage: object) -> dict[str, Any]:
-    """The head/contract kinds and the seal/usage part shared by every kind."""
+def _idle_seconds(tx: Tx, task_id: str) -> float:
+    row = tx.con.execute("SELECT max(ts_us) FROM events WHERE task_id = ?", [task_id]).fetchone()
+    last = row[0] if row and row[0] is not None else tx.now_us
+    return max(tx.now_us - int(last), 0) / 1e6
+
+
+def observe(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: str | None,
+            args: object, result: object, path: str | None, seal: object, usage: object,
+            fixed_mode: str | None = None) -> dict[str, Any]:
+    """Every observe: seal check, the kind's own work, usage, journal, ledger, prune advice."""
+    idle_s = _idle_seconds(tx, state.task_id)
     seal_drift = check_seal(ctx, state, seal)
     answer: dict[str, Any] = {"task_id": state.task_id, "kind": kind}
     drift = seal_drift or NO_DRIFT
     new = state
     facts: dict[str, Any] = {}
+    rows: list[LedgerRow] = []
     if kind in ("head", "contract"):
-        new, facts, change_drift = observe_prompt_part(ctx, tx, state, kind, result)
+        new, facts, change_drift, rows = observe_prompt_part(ctx, tx, state, kind, result)
         if change_drift.verdict != "none":
             drift = change_drift
-        answer.update(facts)
+    elif kind == "dropped":
+        facts, rows = payloads.drop_receipt(ctx, tx, state, result)
+    elif kind in payloads.PAYLOAD_KINDS or (kind == "action" and result is not None):
+        new, facts, rows = payloads.observe_payload(
+            ctx, tx, state, kind="result" if kind == "action" else kind, tool=tool, args=args,
+            result=result, path=path, fixed_mode=fixed_mode)
+    else:
+        args_text, _ = payloads.args_fingerprint(tool or "unknown", payloads.parse_args(args))
+        facts = {"recorded": True}
+        rows = [{"kind": "action", "tokens": 0,
+                 "detail": {"kind": "action", "tool": tool, "args": args_text[:500]}}]
+    answer.update(facts)
     if seal_drift is not None and seal_drift.verdict == "none" and new.drift != "none" \
-            and new is state:
+            and kind not in ("head", "contract"):
         new = replace(new, drift="none")  # the agent carries the current manifest
     applied = apply_usage(ctx, new, usage) if usage is not None else None
     if applied is not None:
         new = applied[0]
+    journal_facts = {k: v for k, v in facts.items()
+                     if k not in ("volatile", "preview", "content", "hint", "reason")}
     seq = save_task(tx, new, f"observe.{kind}", {
-        "seal_checked": seal is not None, "drift": drift.as_dict(),
-        **{k: v for k, v in facts.items() if k != "volatile"},
-        "volatile": len(facts.get("volatile", [])), "usage_reported": applied is not None})
+        "tool": tool, "seal_checked": seal is not None, "drift": drift.as_dict(),
+        **journal_facts, "volatile": len(facts.get("volatile", [])),
+        "usage_reported": applied is not None})
+    for row in rows:
+        tx.ledger(task_id=new.task_id, event_seq=seq, encoding=ctx.counter.encoding_name,
+                  cost_model=ctx.cost_model.name,
+                  cost_usd=ctx.cost_model.token_cost(int(row.get("tokens", 0))), **row)
     if applied is not None:
         assert isinstance(usage, dict)
         answer["usage"] = store_usage(ctx, tx, new.task_id, usage, *applied[1:], seq)
+    if kind in payloads.PAYLOAD_KINDS or kind == "action":
+        advice = _prune(ctx, tx, new, idle_s)
+        if advice is not None:
+            answer["prune"] = advice
     answer["drift"] = drift.as_dict()
     if drift.verdict != "none" or compute_zones(new).seal != compute_zones(state).seal:
         answer["manifest"] = render_manifest(new, ctx.counter)
         answer["seal"] = compute_zones(new).seal
     answer["budget"] = budget_policy.budget_state(new.budget)
     return answer
+
+
+def _prune(ctx: EngineContext, tx: Tx, state: TaskState, idle_s: float,
+           ) -> dict[str, Any] | None:
+    """Auto-prune: advice when pressure (or an expired cache) calls for it."""
+    current = derived_counts(tx.con, state, ctx.cost_model)
+    used = pressure_of(ctx, current).used_tokens
+    sizes = sizes_of(ctx, current)
+    advice = payloads.prune_advice(ctx, tx, current, used, idle_s, sizes.head + sizes.zone_b)
+    if not advice.triggered or not advice.drop:
+        return None
+    tx.event("prune.advice", advice.as_record(), task_id=state.task_id)
+    return advice.as_dict()

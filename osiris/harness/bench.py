@@ -14,16 +14,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
-from osiris.config import Settings
-from osiris.harness import secrets_report
+from osiris.harness import perf, secrets_report
 from osiris.harness.runmeta import RunMeta, new_run
-from osiris.harness.stats import median, ms, percentile
-from osiris.harness.store_load import run_load
-from osiris.store.state import Store
 
 
 @dataclass
@@ -67,121 +62,8 @@ def stage_secrets(ctx: BenchContext) -> None:
             f"{summary['mb_per_s']:.1f} MB/s")
 
 
-def stage_store(ctx: BenchContext) -> None:
-    """Transaction latency in one process, then writers and a reader in several."""
-    home = ctx.workdir / "store-home"
-    store = Store(Settings(home=home))
-    n = 30 if ctx.quick else 200
-    ctx.say(f"store: {n} single-process write transactions")
-    latencies = []
-    with store.transaction() as tx:
-        tx.insert_task("perf", objective="perf", state={})
-    for i in range(n):
-        started = time.perf_counter()
-        with store.transaction() as tx:
-            event = tx.event("perf.step", {"i": i}, task_id="perf")
-            tx.ledger(kind="perf", task_id="perf", event_seq=event.seq, encoding="cl100k_base")
-        latencies.append(time.perf_counter() - started)
-    store.close()
-    writers, per_writer = (2, 15) if ctx.quick else (3, 60)
-    ctx.say(f"store: {writers} writer processes x {per_writer} payloads + 1 reader")
-    load = run_load(home, writers=writers, per_writer=per_writer, size=2000,
-                    read_seconds=2.0 if ctx.quick else 5.0)
-    rows: list[dict[str, Any]] = [
-            {"measure": "tx_single_process", "n": n, "median_s": median(latencies),
-             "p99_s": percentile(latencies, 99), "max_s": max(latencies)},
-            {"measure": "write_concurrent", "n": load.writes_acknowledged,
-             "median_s": median(load.write_latencies_s),
-             "p99_s": percentile(load.write_latencies_s, 99),
-             "max_s": max(load.write_latencies_s, default=0.0)},
-            {"measure": "lock_wait_concurrent", "n": load.writes_acknowledged,
-             "median_s": median(load.lock_waits_s), "p99_s": percentile(load.lock_waits_s, 99),
-             "max_s": max(load.lock_waits_s, default=0.0)},
-            {"measure": "read_while_writing", "n": load.reads,
-             "median_s": median(load.read_latencies_s),
-             "p99_s": percentile(load.read_latencies_s, 99),
-             "max_s": max(load.read_latencies_s, default=0.0)}]
-    ctx.add_rows("store_perf", rows)
-    lost = writers * per_writer - load.writes_acknowledged
-    table = ["| measure | n | median ms | p99 ms | max ms |", "|---|---|---|---|---|"]
-    table += [f"| {r['measure']} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} | "
-              f"{ms(r['max_s'])} |" for r in rows]
-    ctx.perf_sections.append("\n".join([
-        "## Store: one DuckDB file, many processes",
-        "",
-        "Each write is one transaction (open, BEGIN, insert, COMMIT, close) under the "
-        "store's `flock`; readers share the lock. A concurrent write stores one 2 KB payload "
-        "(scrub, count, blob, metadata, journal event, ledger row).",
-        "",
-        *table,
-        "",
-        f"{writers} writers and 1 reader ran together for {load.wall_s:.1f} s: "
-        f"{load.writes_acknowledged} writes acknowledged, {lost} failed, {load.events_in_db} "
-        f"events in the database, chain verified: {load.chain_ok}, "
-        f"{len(load.errors)} processes wrote to stderr.",
-        "",
-    ]))
-
-
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - started, value
-
-
-def stage_engine(ctx: BenchContext) -> None:
-    """In-process latency of each engine operation and the manifest's size."""
-    from osiris.engine import Engine
-
-    engine = Engine(Settings(home=ctx.workdir / "engine-home"))
-    n = 10 if ctx.quick else 60
-    ctx.say(f"engine: {n} rounds of plan/observe operations")
-    timings: dict[str, list[float]] = {}
-    manifest_tokens = []
-    head = "You are a coding agent working in a monorepo. Follow the rules.\n" * 40
-    usage = {"input_tokens": 1000, "cache_read_input_tokens": 20_000, "output_tokens": 200}
-    for i in range(n):
-        dt, start = _timed(partial(
-            engine.plan, "start", objective=f"benchmark task {i}: fix the flaky integration test",
-            steps=["reproduce", "find cause", "fix", "test"], active_step=1,
-            constraints=["no new dependencies"], decisions=["patch in place"]))
-        timings.setdefault("plan.start", []).append(dt)
-        manifest_tokens.append(start["manifest_tokens"])
-        tid = start["task_id"]
-        ops: list[tuple[str, Callable[[], Any]]] = [
-            ("plan.update", partial(engine.plan, "update", task_id=tid, decisions=[f"d{i}"])),
-            ("plan.status", partial(engine.plan, "status", task_id=tid)),
-            ("plan.resume", partial(engine.plan, "resume", task_id=tid)),
-            ("observe.head", partial(engine.observe, tid, "head", result=head)),
-            ("observe.seal+usage", partial(engine.observe, tid, "action", seal=start["seal"],
-                                           usage=usage)),
-        ]
-        for name, op in ops:
-            timings.setdefault(name, []).append(_timed(op)[0])
-    engine.close()
-    rows: list[dict[str, Any]] = [
-        {"operation": name, "n": len(values), "median_s": median(values),
-         "p99_s": percentile(values, 99)} for name, values in timings.items()]
-    ctx.add_rows("engine_perf", rows)
-    table = ["| operation | n | median ms | p99 ms |", "|---|---|---|---|"]
-    table += [f"| {r['operation']} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} |"
-              for r in rows]
-    ctx.perf_sections.append("\n".join([
-        "## Engine operations, in process",
-        "",
-        "Each operation is one store transaction (open, lock, commit, close: about 30 ms of "
-        "the figures below is that fixed cost, see the store section).",
-        "",
-        *table,
-        "",
-        f"Manifest size: median {median(manifest_tokens):.0f} cl100k tokens "
-        f"(max {max(manifest_tokens)}; the ceiling is 160).",
-        "",
-    ]))
-
-
-STAGES: dict[str, Stage] = {"secrets": stage_secrets, "store": stage_store,
-                            "engine": stage_engine}
+STAGES: dict[str, Stage] = {"secrets": stage_secrets, "store": perf.stage_store,
+                            "engine": perf.stage_engine, "payloads": perf.stage_payloads}
 
 
 def write_reports(ctx: BenchContext) -> list[Path]:

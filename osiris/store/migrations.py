@@ -149,4 +149,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             raw JSON NOT NULL
         )""",
     )),
+    Migration("0004_tool_results", (
+        # The tool_results cache of every task (TaskState keeps only the newest entries):
+        # cache_key = sha256(tool ‖ canonical args ‖ content digest).
+        """CREATE TABLE tool_results (
+            task_id VARCHAR NOT NULL,
+            cache_key VARCHAR NOT NULL,
+            tool VARCHAR NOT NULL,
+            args_hash VARCHAR NOT NULL,
+            ref VARCHAR NOT NULL,
+            size_bytes BIGINT NOT NULL,
+            tokens BIGINT NOT NULL,
+            ttl_s INTEGER NOT NULL,
+            created_us BIGINT NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (task_id, cache_key)
+        )""",
+        "CREATE INDEX tool_results_args ON tool_results (task_id, tool, args_hash)",
+    )),
 )

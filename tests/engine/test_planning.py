@@ -131,7 +131,7 @@ def test_status_reports_pressure_measured_declared_unknown(engine: Engine) -> No
     assert pressure["unknown_tokens"] == 32_000 - pressure["measured_tokens"]
     assert pressure["used_tokens"] == 32_000
     assert pressure["window_tokens"] == 200_000
-    assert set(pressure["measured_by_source"]) == {"answer"}
+    assert set(pressure["measured_by_source"]) == {"answer", "prompt"}
     assert status["budget_detail"]["source"] == "provider"
 
 

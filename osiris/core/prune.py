@@ -1,0 +1,139 @@
+"""Cache-aware pruning: which payloads the agent may drop now, and what it costs.
+
+Security invariant: pruning moves payload data to refs; it never deletes. OSIRIS
+cannot edit the agent's prompt, so a prune is *advice*: the refs the agent may evict
+(each restorable by ``recall``), confirmed afterwards by drop receipts.
+
+Zones of the items in context: A/B are the cached prefix (the recorded system head
+and tool contract); C is the working set (the most recent payloads); D is older
+history. Evicting C/D never costs cache; evicting A/B does, while the cache lives::
+
+    net_savings = pruned_tokens − prefix_tokens × P(cache alive) × prefix_pruned
+
+SPEC §4 writes the factor as P(cache_dead), the probability that the prune kills a
+cache that would otherwise have served; here it is estimated as
+``max(0, 1 − idle/TTL)``: a cache idle past its TTL has nothing left to lose.
+
+| mode | trigger | evicts |
+|---|---|---|
+| cache_ttl (default) | idle > TTL, or pressure ≥ threshold | C/D; A/B only once idle > TTL |
+| conservative | pressure ≥ 2 × threshold | D only |
+| balanced | pressure ≥ threshold | C/D but the newest item |
+| aggressive | pressure ≥ threshold / 2 | everything re-expandable, A/B included |
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from osiris.errors import InvalidInputError
+
+PRUNE_MODES = ("cache_ttl", "conservative", "balanced", "aggressive")
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """A payload OSIRIS believes is in the agent's context."""
+
+    ref: str
+    tokens: int
+    observed_us: int
+    kind: str
+    """``result``, ``error``, ``file``, ``head`` or ``contract``."""
+    tool: str | None = None
+    zone: str = "C"
+
+
+@dataclass(frozen=True)
+class PruneAdvice:
+    """What the agent may drop now."""
+
+    mode: str
+    triggered: bool
+    trigger: str
+    drop: tuple[ContextItem, ...] = ()
+    pruned_tokens: int = 0
+    prefix_cost_tokens: float = 0.0
+    net_savings_tokens: float = 0.0
+    keep: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form, compact enough for an observe answer."""
+        out: dict[str, Any] = {"mode": self.mode, "triggered": self.triggered,
+                               "trigger": self.trigger}
+        if self.triggered:
+            out.update(
+                drop=[{"ref": i.ref, "tokens": i.tokens, "zone": i.zone} for i in self.drop],
+                pruned_tokens=self.pruned_tokens,
+                net_savings_tokens=round(self.net_savings_tokens),
+                how="evict these payloads from your context, then send "
+                    "observe(kind='dropped', result=<ref>) for each; recall(ref) restores "
+                    "any of them exactly")
+        return out
+
+    def as_record(self) -> dict[str, Any]:
+        """Full form for the journal."""
+        return asdict(self)
+
+
+def assign_zones(items: list[ContextItem], working_set: int) -> list[ContextItem]:
+    """Head/contract refs are A/B; the newest ``working_set`` payloads C; the rest D."""
+    payloads = sorted((i for i in items if i.kind not in ("head", "contract")),
+                      key=lambda i: i.observed_us)
+    recent = {i.ref for i in payloads[-working_set:]} if working_set else set()
+    out = []
+    for item in items:
+        if item.kind == "head":
+            zone = "A"
+        elif item.kind == "contract":
+            zone = "B"
+        else:
+            zone = "C" if item.ref in recent else "D"
+        out.append(ContextItem(item.ref, item.tokens, item.observed_us, item.kind, item.tool,
+                               zone))
+    return out
+
+
+def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, threshold: int,
+               ttl_s: int, idle_s: float, prefix_tokens: int,
+               working_set: int = 3) -> PruneAdvice:
+    """Decide what to evict under ``mode``; a pure function of its inputs."""
+    if mode not in PRUNE_MODES:
+        raise InvalidInputError(f"prune mode must be one of {', '.join(PRUNE_MODES)}")
+    expired = ttl_s > 0 and idle_s > ttl_s
+    limits = {"cache_ttl": threshold, "conservative": 2 * threshold,
+              "balanced": threshold, "aggressive": threshold // 2}
+    over = used_tokens >= limits[mode]
+    if mode == "cache_ttl":
+        triggered = expired or over
+        trigger = (f"idle {idle_s:.0f}s > TTL {ttl_s}s" if expired else
+                   f"pressure {used_tokens} ≥ {threshold}" if over else
+                   f"idle {idle_s:.0f}s ≤ TTL {ttl_s}s and pressure {used_tokens} < {threshold}")
+    else:
+        triggered = over
+        trigger = (f"pressure {used_tokens} {'≥' if over else '<'} {limits[mode]} "
+                   f"({mode} threshold)")
+    if not triggered:
+        return PruneAdvice(mode, False, trigger)
+    zoned = assign_zones(items, working_set)
+    newest = max((i.observed_us for i in zoned if i.zone in "CD"), default=None)
+    eligible: list[ContextItem] = []
+    for item in zoned:
+        if mode == "conservative":
+            ok = item.zone == "D"
+        elif mode == "balanced":
+            ok = item.zone in "CD" and item.observed_us != newest
+        elif mode == "aggressive":
+            ok = True
+        else:  # cache_ttl
+            ok = (item.zone in "CD" and (expired or item.zone == "D")) or \
+                (item.zone in "AB" and expired)
+        if ok:
+            eligible.append(item)
+    pruned = sum(i.tokens for i in eligible)
+    prefix_pruned = 1 if any(i.zone in "AB" for i in eligible) else 0
+    alive = 0.0 if ttl_s <= 0 else max(0.0, 1.0 - idle_s / ttl_s)
+    cost = prefix_tokens * alive * prefix_pruned
+    keep = tuple(i.ref for i in zoned if i not in eligible)
+    return PruneAdvice(mode, True, trigger, tuple(eligible), pruned, cost, pruned - cost, keep)

@@ -1,0 +1,293 @@
+"""Payloads: externalization, files, drop receipts, the tool_results cache, prune advice.
+
+A payload is scrubbed of secrets before anything else, counted, then placed by the
+adaptive engagement mode. Every payload is stored (so duplicates and re-reads can be
+answered with a ref, and the audit covers everything); an externalized one is
+answered with a ref and a preview instead of its text.
+
+The ledger is the accounting: ``context_tokens`` says what entered (+) or left (−)
+the agent's context, ``saved_claimed`` what externalization makes droppable, and
+``saved_proven`` what a drop receipt confirmed.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from dataclasses import dataclass, replace
+from typing import Any
+
+from osiris.core.engagement import Engagement, Thresholds, choose_engagement
+from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
+from osiris.core.preview import make_preview
+from osiris.core.prune import ContextItem, PruneAdvice, plan_prune
+from osiris.core.redaction import ScrubResult, scrub
+from osiris.core.task_state import FileRecord, TaskState, ToolResult
+from osiris.engine.context import EngineContext
+from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store.db import fetch_row
+from osiris.store.files import read_text_file
+from osiris.store.state import Tx
+
+PAYLOAD_KINDS = ("result", "error", "file")
+MAX_RECENT_RESULTS = 64
+CHECKPOINT_PREFIX = "c_"
+LedgerRow = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoredPayload:
+    """A scrubbed payload in the ref store."""
+
+    ref: str
+    text: str
+    size_bytes: int
+    tokens: int
+    redacted: int
+    media_type: str
+
+
+def media_type_for(path: str | None) -> str:
+    """A media type from a file name (text/plain when unknown)."""
+    if not path:
+        return "text/plain"
+    guessed, _ = mimetypes.guess_type(path)
+    return guessed or "text/plain"
+
+
+def store_payload(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, via: str,
+                  path: str | None = None, scrubbed: ScrubResult | None = None,
+                  ) -> StoredPayload:
+    """Scrub (unless already scrubbed), count, store once, record metadata, and make the
+    ref the task's."""
+    scrubbed = scrubbed or scrub(text)
+    data = scrubbed.text.encode("utf-8")
+    ref, _ = ctx.store.put_blob(data)
+    tokens = ctx.counter.count(scrubbed.text)
+    media_type = media_type_for(path)
+    tx.record_ref(ref, size_bytes=len(data), tokens=tokens, encoding=ctx.counter.encoding_name,
+                  media_type=media_type, redaction_version=scrubbed.rules_version,
+                  redactions=scrubbed.redacted)
+    tx.link_ref(task_id, ref, via)
+    return StoredPayload(ref, scrubbed.text, len(data), tokens, scrubbed.redacted, media_type)
+
+
+def _payload_text(ctx: EngineContext, kind: str, result: object) -> str:
+    if result is None:
+        raise InvalidInputError(f"observe(kind='{kind}') needs result: the tool's output")
+    text = result if isinstance(result, str) else canonical_json(result)
+    size = len(text.encode("utf-8"))
+    if size > ctx.settings.max_payload_bytes:
+        raise InvalidInputError(
+            f"payload is {size:,} bytes, over OSIRIS_MAX_PAYLOAD_BYTES "
+            f"({ctx.settings.max_payload_bytes:,}); split it or raise the limit")
+    return text
+
+
+def parse_args(args: object) -> dict[str, Any]:
+    if args is None:
+        return {}
+    if not isinstance(args, dict):
+        raise InvalidInputError("args must be an object of the tool's arguments")
+    return args
+
+
+def args_fingerprint(tool: str, args: dict[str, Any]) -> tuple[str, str]:
+    """Scrubbed canonical args text (for the journal) and its hash."""
+    text = scrub(canonical_json(args)).text
+    return text, sha256_hex(f"{tool}\u2016{text}")
+
+
+def thresholds_of(ctx: EngineContext) -> Thresholds:
+    """Engagement thresholds from the settings."""
+    s = ctx.settings
+    return Thresholds(s.engage_light_tokens, s.engage_standard_tokens, s.engage_full_tokens)
+
+
+def _recall_hint(strategy: str) -> str:
+    hints = {"errors": "op=grep pattern=… context=3 | op=range start= end= | op=aggregate",
+             "outline": "op=outline | op=range start= end= | op=grep pattern=…",
+             "head_tail": "op=range start= end= | op=grep pattern=… | op=tail n="}
+    return hints.get(strategy, "op=grep | op=range | op=outline")
+
+
+def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
+                    tool: str | None, args: object, result: object, path: str | None,
+                    fixed_mode: str | None = None,
+                    ) -> tuple[TaskState, dict[str, Any], list[LedgerRow]]:
+    """``observe`` of a result, an error or a file (read by OSIRIS itself)."""
+    call_args = parse_args(args)
+    file_info = None
+    if kind == "file":
+        if not path:
+            raise InvalidInputError("observe(kind='file') needs path: a file inside "
+                                    "OSIRIS_ROOTS")
+        file_info = read_text_file(path, ctx.settings.roots, ctx.settings.max_file_bytes)
+        text = file_info.text
+        tool = "file"
+        call_args = {"path": str(file_info.path)}
+    else:
+        text = _payload_text(ctx, kind, result)
+        tool = tool or "unknown"
+    args_text, args_hash = args_fingerprint(tool, call_args)
+    scrubbed = scrub(text)
+    scrubbed_digest = sha256_hex(scrubbed.text.encode("utf-8"))
+    cache_key = sha256_hex(f"{args_hash}\u2016{scrubbed_digest}")
+
+    if file_info is not None:
+        for record in state.files:
+            if record.path == str(file_info.path) and record.sha256 == scrubbed_digest:
+                return _unchanged_file(tx, state, record, file_info.mtime_ns)
+
+    previous = tx.con.execute(
+        "SELECT ref, created_us, tokens FROM tool_results WHERE task_id = ? AND cache_key = ?",
+        [state.task_id, cache_key]).fetchone()
+    if previous is not None:
+        tx.con.execute("UPDATE tool_results SET hits = hits + 1 WHERE task_id = ? AND"
+                       " cache_key = ?", [state.task_id, cache_key])
+        ref, created_us, tokens = previous
+        facts = {"duplicate": True, "ref": ref, "tokens": int(tokens),
+                 "first_seen_us": int(created_us),
+                 "hint": "identical to a result you already have (same tool, args and "
+                         "output): drop this copy and recall the ref when needed"}
+        in_context = 0 if kind == "file" else int(tokens)
+        rows = [{"kind": "payload.duplicate", "ref": ref, "tokens": int(tokens),
+                 "context_tokens": in_context, "saved_claimed": in_context,
+                 "detail": {"kind": kind, "tool": tool, "cache_key": cache_key}}]
+        return state, facts, rows
+
+    stored = store_payload(ctx, tx, state.task_id, text, via=f"observe.{kind}",
+                           path=str(file_info.path) if file_info else None, scrubbed=scrubbed)
+    engagement = choose_engagement(stored.tokens, thresholds_of(ctx), fixed_mode)
+    tx.con.execute(
+        "INSERT INTO tool_results (task_id, cache_key, tool, args_hash, ref, size_bytes, tokens,"
+        " ttl_s, created_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [state.task_id, cache_key, tool, args_hash, stored.ref, stored.size_bytes,
+         stored.tokens, ctx.settings.cache_ttl_s, tx.now_us])
+    entry = ToolResult(cache_key, tool, args_hash, stored.ref, stored.size_bytes, stored.tokens,
+                       ctx.settings.cache_ttl_s, tx.now_us)
+    new = replace(state, tool_results=(*state.tool_results, entry)[-MAX_RECENT_RESULTS:])
+    if file_info is not None:
+        record = FileRecord(str(file_info.path), scrubbed_digest, file_info.mtime_ns,
+                            file_info.size, tx.now_us, stored.ref)
+        new = replace(new, files=(*(f for f in new.files if f.path != record.path), record))
+    path_hint = str(file_info.path) if file_info else _path_in_args(call_args)
+    facts, rows = _placement(ctx, kind, tool, stored, engagement, file_info is not None,
+                             path=path_hint,
+                             cache_key=cache_key, args_text=args_text)
+    return new, facts, rows
+
+
+def _path_in_args(args: dict[str, Any]) -> str | None:
+    """A file path among a tool's arguments (Read's file_path, an editor's path)."""
+    for key in ("file_path", "path", "filename", "notebook_path"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _placement(ctx: EngineContext, kind: str, tool: str, stored: StoredPayload,
+               engagement: Engagement, is_file: bool, *, path: str | None, cache_key: str,
+               args_text: str) -> tuple[dict[str, Any], list[LedgerRow]]:
+    facts: dict[str, Any] = {"ref": stored.ref, "mode": engagement.mode,
+                             "reason": engagement.reason, "tokens": stored.tokens}
+    if stored.redacted:
+        facts["redacted"] = stored.redacted
+    detail = {"kind": kind, "tool": tool, "mode": engagement.mode, "cache_key": cache_key,
+              "args": args_text[:500], "path": path}
+    # The agent saw a result/error through its client, so it is in context until dropped;
+    # a file OSIRIS read itself reaches the agent only through this answer.
+    in_context = 0 if is_file else stored.tokens
+    if not engagement.externalized:
+        if is_file:
+            facts["content"] = stored.text
+        return facts, [{"kind": "payload.inline", "ref": stored.ref, "tokens": stored.tokens,
+                        "context_tokens": in_context, "detail": detail}]
+    preview = make_preview(stored.text, budget_tokens=engagement.preview_tokens,
+                           counter=ctx.counter, kind=kind, path=path)
+    facts.update(preview=preview.text, preview_tokens=preview.tokens,
+                 lines=preview.lines_total, strategy=preview.strategy,
+                 recall=_recall_hint(preview.strategy))
+    claimed = max(stored.tokens - preview.tokens, 0)
+    return facts, [{"kind": "payload.externalize", "ref": stored.ref, "tokens": stored.tokens,
+                    "context_tokens": in_context, "saved_claimed": claimed,
+                    "detail": {**detail, "preview_tokens": preview.tokens,
+                               "strategy": preview.strategy}}]
+
+
+def _unchanged_file(tx: Tx, state: TaskState, record: FileRecord, mtime_ns: int,
+                    ) -> tuple[TaskState, dict[str, Any], list[LedgerRow]]:
+    updated = replace(record, last_access_us=tx.now_us, mtime_ns=mtime_ns)
+    new = replace(state, files=tuple(updated if f.path == record.path else f
+                                     for f in state.files))
+    facts = {"unchanged": True, "ref": record.ref, "path": record.path,
+             "hint": "unchanged since you read it: recall the ref instead of reading again"}
+    return new, facts, [{"kind": "payload.reread", "ref": record.ref, "tokens": 0,
+                         "detail": {"kind": "file", "tool": "file", "path": record.path}}]
+
+
+def drop_receipt(ctx: EngineContext, tx: Tx, state: TaskState, result: object,
+                 ) -> tuple[dict[str, Any], list[LedgerRow]]:
+    """``observe(kind="dropped", result=<ref or checkpoint id>)``: the saving is proven."""
+    if not isinstance(result, str) or not result.strip():
+        raise InvalidInputError("observe(kind='dropped') needs result: the ref you evicted "
+                                "(or a checkpoint id, for everything it listed)")
+    target = result.strip()
+    if target.startswith(CHECKPOINT_PREFIX):
+        row = tx.con.execute("SELECT body FROM checkpoints WHERE checkpoint_id = ? AND"
+                             " task_id = ?", [target, state.task_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"checkpoint {target!r} is not a checkpoint of this task")
+        refs = [item["ref"] for item in json.loads(row[0]).get("leaving", [])]
+    else:
+        digest_of_ref(target)
+        refs = [target]
+    rows: list[LedgerRow] = []
+    proven_total = freed_total = 0
+    for ref in refs:
+        held = tx.con.execute("SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?",
+                              [state.task_id, ref]).fetchone()
+        if held is None:
+            raise NotFoundError(f"{ref} is not a ref of this task; only refs OSIRIS gave this "
+                                "task can be dropped")
+        context, claimed, proven = fetch_row(
+            tx.con, "SELECT coalesce(sum(context_tokens), 0), coalesce(sum(saved_claimed), 0),"
+            " coalesce(sum(saved_proven), 0) FROM ledger WHERE task_id = ? AND ref = ?",
+            [state.task_id, ref])
+        outstanding = max(int(claimed) - int(proven), 0)
+        freed = max(int(context), 0)
+        if outstanding == 0 and freed == 0:
+            continue
+        rows.append({"kind": "drop_receipt", "ref": ref, "tokens": freed,
+                     "context_tokens": -freed, "saved_proven": outstanding,
+                     "detail": {"kind": "dropped", "via": target}})
+        proven_total += outstanding
+        freed_total += freed
+    facts = {"dropped": len(rows), "proven_saved_tokens": proven_total,
+             "context_freed_tokens": freed_total}
+    if not rows:
+        facts["already_dropped"] = True
+    return facts, rows
+
+
+def context_items(tx: Tx, task_id: str) -> list[ContextItem]:
+    """Payloads (and head/contract texts) OSIRIS believes are still in the context."""
+    rows = tx.con.execute(
+        "SELECT ref, sum(context_tokens) AS tokens, min(ts_us) AS first_us,"
+        " arg_min(detail->>'kind', ts_us) AS kind, arg_min(detail->>'tool', ts_us) AS tool"
+        " FROM ledger WHERE task_id = ? AND ref IS NOT NULL"
+        " AND (kind LIKE 'payload.%' OR kind LIKE 'prompt.%' OR kind = 'drop_receipt')"
+        " GROUP BY ref HAVING sum(context_tokens) > 0 ORDER BY first_us, ref",
+        [task_id]).fetchall()
+    return [ContextItem(ref=r[0], tokens=int(r[1]), observed_us=int(r[2]), kind=str(r[3]),
+                        tool=r[4]) for r in rows]
+
+
+def prune_advice(ctx: EngineContext, tx: Tx, state: TaskState, used_tokens: int,
+                 idle_s: float, prefix_tokens: int) -> PruneAdvice:
+    """Auto-prune check run inside observe."""
+    return plan_prune(context_items(tx, state.task_id), mode=ctx.settings.prune_mode,
+                      used_tokens=used_tokens, threshold=ctx.settings.prune_threshold_tokens,
+                      ttl_s=ctx.settings.cache_ttl_s, idle_s=idle_s,
+                      prefix_tokens=prefix_tokens)

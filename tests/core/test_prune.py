@@ -1,0 +1,59 @@
+"""Pruning modes and the net-savings formula."""
+
+from __future__ import annotations
+
+import pytest
+
+from osiris.core.prune import ContextItem, plan_prune
+
+ITEMS = [ContextItem("mem://head", 3000, 0, "head"),
+         ContextItem("mem://contract", 800, 1, "contract")] + [
+    ContextItem(f"mem://p{i}", 5000, 10 + i, "result", "Bash") for i in range(6)]
+
+
+def _plan(mode: str, used: int, idle: float = 10.0) -> object:
+    return plan_prune(ITEMS, mode=mode, used_tokens=used, threshold=20_000, ttl_s=300,
+                      idle_s=idle, prefix_tokens=3800)
+
+
+def test_nothing_happens_below_the_trigger() -> None:
+    for mode in ("cache_ttl", "conservative", "balanced", "aggressive"):
+        advice = _plan(mode, 5_000)
+        assert advice.triggered is False
+        assert advice.drop == ()
+
+
+def test_conservative_drops_old_history_only() -> None:
+    assert not _plan("conservative", 30_000).triggered  # its trigger is 2x the threshold
+    advice = _plan("conservative", 45_000)
+    assert {i.ref for i in advice.drop} == {"mem://p0", "mem://p1", "mem://p2"}
+    assert advice.net_savings_tokens == 15_000
+
+
+def test_balanced_drops_all_payloads_but_the_newest() -> None:
+    advice = _plan("balanced", 25_000)
+    assert {i.ref for i in advice.drop} == {f"mem://p{i}" for i in range(5)}
+    assert advice.prefix_cost_tokens == 0
+
+
+def test_cache_ttl_waits_for_expiry_before_touching_the_prefix() -> None:
+    warm = _plan("cache_ttl", 25_000, idle=30)
+    assert {i.zone for i in warm.drop} == {"D"}
+    cold = _plan("cache_ttl", 1_000, idle=400)
+    assert cold.triggered
+    assert {"mem://head", "mem://contract"} <= {i.ref for i in cold.drop}
+    assert cold.prefix_cost_tokens == 0  # the cache is already dead: nothing to lose
+
+
+def test_aggressive_prices_the_prefix_while_the_cache_lives() -> None:
+    advice = _plan("aggressive", 12_000, idle=60)
+    assert len(advice.drop) == len(ITEMS)
+    assert advice.prefix_cost_tokens == pytest.approx(3800 * (1 - 60 / 300))
+    assert advice.net_savings_tokens == pytest.approx(advice.pruned_tokens - 3800 * 0.8)
+
+
+def test_unknown_mode() -> None:
+    from osiris.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError):
+        _plan("reckless", 1)

@@ -1,0 +1,85 @@
+"""recall through the engine: verified blobs, bounded answers, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from osiris.engine import Engine
+from osiris.errors import IntegrityError, InvalidInputError, NotFoundError
+from osiris.harness.traces import load_trace
+from osiris.store.audit import audit_task
+from tests.conftest import TRACES
+
+PYLINT = TRACES / "mini-swe-agent__gruckion-fork" / "pylint-dev__pylint-6528.traj.json"
+
+
+def _big_log(engine: Engine) -> tuple[str, str, str]:
+    tid = engine.plan("start", objective="recall")["task_id"]
+    step = max(load_trace(PYLINT).steps, key=lambda s: len(s.output))
+    answer = engine.observe(tid, "result", tool=step.tool, args=step.args, result=step.output)
+    return tid, answer["ref"], step.output
+
+
+def test_each_op_through_the_engine(engine: Engine) -> None:
+    tid, ref, text = _big_log(engine)
+    lines = text.split("\n")
+    grep = engine.recall(ref, "grep", pattern="E0401", n=3, task_id=tid)
+    assert grep["matches"] >= 1
+    assert all("E0401" in line for line in grep["text"].splitlines()
+               if line[:1].isdigit() and ":" in line)
+    ranged = engine.recall(ref, "range", start=2, end=4)
+    assert ranged["text"].splitlines()[:3] == [f"{i}:{lines[i - 1]}" for i in (2, 3, 4)]
+    assert engine.recall(ref, "head", n=2)["text"].splitlines()[0] == f"1:{lines[0]}"
+    assert engine.recall(ref, "tail", n=1)["lines_total"] == len(text.rstrip("\n").split("\n"))
+    agg = engine.recall(ref, "aggregate", pattern=r"\b([EWCR]\d{4})\b", n=5)
+    assert "total matching lines" in agg["text"]
+
+
+def test_truncated_answers_continue_exactly(engine: Engine) -> None:
+    _, ref, _ = _big_log(engine)
+    full = engine.recall(ref, "grep", pattern="pylint", n=10_000, max_tokens=25_000)
+    pages, args = [], {"pattern": "pylint", "n": 10_000, "max_tokens": 300}
+    while True:
+        page = engine.recall(ref, "grep", **args)
+        assert page["tokens"] <= 300
+        pages.append([line for line in page["text"].splitlines()
+                      if line[:1].isdigit()])
+        if not page["truncated"]:
+            break
+        args = {k: v for k, v in page["next"].items() if k != "op"} | {"max_tokens": 300}
+    joined = [line for page in pages for line in page]
+    assert joined == [line for line in full["text"].splitlines() if line[:1].isdigit()]
+
+
+def test_hostile_pattern_cannot_hang_and_bad_refs_are_clear(engine: Engine) -> None:
+    tid = engine.plan("start", objective="hostile")["task_id"]
+    ref = engine.observe(tid, "result", tool="cat", result="a" * 200_000 + "!")["ref"]
+    answer = engine.recall(ref, "grep", pattern="(a+)+$")
+    assert answer["matches"] == 0
+    with pytest.raises(InvalidInputError, match="linear time"):
+        engine.recall(ref, "grep", pattern=r"(a)\1")
+    with pytest.raises(InvalidInputError, match="not a ref"):
+        engine.recall("mem://sha256:xyz", "head")
+    with pytest.raises(NotFoundError):
+        engine.recall("mem://sha256:" + "0" * 64, "head")
+    with pytest.raises(InvalidInputError, match="unknown recall op"):
+        engine.recall(ref, "explode")
+    path = engine.store.refs.path_for(ref)
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(IntegrityError, match="failed verification"):
+        engine.recall(ref, "head")
+    assert not audit_task(engine.store, tid).lossless
+
+
+def test_audit_stays_lossless_after_pruning_and_compaction(engine: Engine) -> None:
+    tid, ref, _ = _big_log(engine)
+    for i in range(4):
+        engine.observe(tid, "result", tool="Bash", args={"i": i},
+                       result=f"output {i}\n" * 3000)
+    engine.observe(tid, "dropped", result=ref)
+    checkpoint = engine.checkpoint(tid, "compact")
+    engine.observe(tid, "dropped", result=checkpoint["checkpoint_id"])
+    report = audit_task(engine.store, tid)
+    assert report.lossless, report.integrity_violations
+    assert report.items_verified == report.items_externalized >= 6
+    assert report.ledger["saved_proven"] > 0
