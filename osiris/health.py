@@ -8,8 +8,10 @@ from typing import Any
 
 from osiris._version import __version__
 from osiris.config import Settings
+from osiris.core.invariants import RuleSet
 from osiris.core.redaction import default_rules
 from osiris.core.tokens import default_counter
+from osiris.engine.rules import RulesLoader
 from osiris.errors import OsirisError
 from osiris.store import journal
 from osiris.store.db import fetch_row
@@ -42,8 +44,11 @@ def collect_health(settings: Settings) -> dict[str, Any]:
     except OsirisError as exc:
         doc["token_encoding"] = {"name": None, "ok": False}
         problems.append(str(exc))
-    rules = default_rules()
-    doc["redaction_rules"] = {"version": rules.version, "rules": len(rules.rules)}
+    secret_rules = default_rules()
+    doc["redaction_rules"] = {"version": secret_rules.version, "rules": len(secret_rules.rules)}
+    loader = RulesLoader(settings.roots)
+    invariants: RuleSet | None = None
+    rule_problems: list[str] = []
     try:
         store = Store(settings)
         try:
@@ -53,6 +58,7 @@ def collect_health(settings: Settings) -> dict[str, Any]:
                     con, "SELECT count(*), coalesce(sum(size_bytes), 0) FROM refs")
                 tasks = fetch_row(con, "SELECT count(*) FROM tasks")[0]
                 chain = journal.verify_chain(con, settings.home)
+                invariants, rule_problems = loader.load(None, con)
         finally:
             store.close()
         doc["schema"] = {"version": store.db.schema_version, "applied": applied}
@@ -67,6 +73,11 @@ def collect_health(settings: Settings) -> dict[str, Any]:
         problems.append(str(exc))
     if not settings.roots:
         warnings.append("OSIRIS_ROOTS is empty: observe(kind='file') cannot read any file")
+    if invariants is None:  # the store was unusable: read the files alone
+        invariants, rule_problems = loader.load(None)
+    doc["invariants"] = {"files": [str(p) for p in loader.files() if p.exists()],
+                         "rules": len(invariants.invariants), "problems": rule_problems}
+    warnings.extend(rule_problems)
     doc["warnings"] = warnings
     doc["problems"] = problems
     doc["healthy"] = not problems

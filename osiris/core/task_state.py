@@ -163,6 +163,8 @@ class TaskState:
     """The agent's last reported prompt size (provider usage or a declaration)."""
     budget_source: str = "estimate"
     """``estimate`` until the agent reports provider usage, then ``provider``."""
+    pending_approvals: tuple[str, ...] = ()
+    """Actions precheck asked to confirm (their keys), until confirmed."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (persisted in ``tasks.state``)."""
@@ -193,6 +195,7 @@ class TaskState:
             measured=tuple((str(k), int(v)) for k, v in data.get("measured", ())),
             declared_tokens=data.get("declared_tokens"),
             budget_source=data.get("budget_source", "estimate"),
+            pending_approvals=tuple(data.get("pending_approvals", ())),
         )
 
     def state_hash(self) -> str:

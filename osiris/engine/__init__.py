@@ -8,9 +8,10 @@ from typing import Any
 from osiris.config import Settings
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.engine import checkpoints, observing, planning
+from osiris.engine import checkpoints, governance, observing, planning
 from osiris.engine import recall as recall_op
 from osiris.engine.context import EngineContext, account_answer, check_task_id, load_task
+from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError
 from osiris.store.state import Clock, Store
 
@@ -30,7 +31,8 @@ class Engine:
         self.store = store or Store(settings, exclusive=exclusive, clock=clock)
         self.ctx = EngineContext(
             settings=settings, store=self.store, counter=counter or default_counter(),
-            cost_model=default_cost_models().get(cost_model or settings.cost_model))
+            cost_model=default_cost_models().get(cost_model or settings.cost_model),
+            rules=RulesLoader(settings.roots))
 
     def close(self) -> None:
         """Release the store."""
@@ -91,6 +93,19 @@ class Engine:
                                        result=result, path=path, seal=seal, usage=usage,
                                        fixed_mode=self.fixed_mode)
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer)
+        return answer
+
+    # -- precheck ----------------------------------------------------------------------
+
+    def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
+                 path: str | None = None, confirmed: bool = False,
+                 actor: str | None = None) -> dict[str, Any]:
+        """allow, warn, suggest_alternative, require_approval or block an intended action."""
+        with self.store.transaction(actor or "agent") as tx:
+            answer = governance.precheck(self.ctx, tx, self.ctx.rules, task_id=task_id,
+                                         tool=tool, args=args, path=path,
+                                         confirmed=confirmed)
+            account_answer(self.ctx, tx, answer["task_id"], "precheck", answer)
         return answer
 
     # -- recall ------------------------------------------------------------------------

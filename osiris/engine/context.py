@@ -19,6 +19,7 @@ from osiris.core.cost_models import CostModel
 from osiris.core.hashing import canonical_json
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter
+from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store.db import fetch_row
 from osiris.store.state import Store, Tx
@@ -34,6 +35,7 @@ class EngineContext:
     store: Store
     counter: TokenCounter
     cost_model: CostModel
+    rules: RulesLoader
 
     def new_task_id(self) -> str:
         """An unguessable task id (96 random bits)."""

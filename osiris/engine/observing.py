@@ -7,7 +7,7 @@ two kinds that describe the agent's prompt.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from osiris.core import budget as budget_policy
@@ -17,7 +17,7 @@ from osiris.core.manifest import render_manifest, seal_of_manifest
 from osiris.core.prefix import NO_DRIFT, DriftVerdict, classify_drift, compute_zones
 from osiris.core.task_state import TaskState
 from osiris.core.volatile import find_volatile
-from osiris.engine import payloads
+from osiris.engine import governance, payloads
 from osiris.engine.context import EngineContext, derived_counts, save_task
 from osiris.engine.payloads import LedgerRow, store_payload
 from osiris.engine.planning import drift_between, pressure_of, sealed, shown_drift, sizes_of
@@ -130,53 +130,89 @@ def _idle_seconds(tx: Tx, task_id: str) -> float:
     return max(tx.now_us - int(last), 0) / 1e6
 
 
+@dataclass
+class _Outcome:
+    """What one observe kind produced, before the journal event is written."""
+
+    state: TaskState
+    facts: dict[str, Any]
+    rows: list[LedgerRow]
+    drift: DriftVerdict
+    call_row: governance.CallRow | None = None
+
+
+def _by_kind(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: str | None,
+             args: object, result: object, path: str | None, fixed_mode: str | None,
+             ) -> _Outcome:
+    if kind in ("head", "contract"):
+        new, facts, drift, rows = observe_prompt_part(ctx, tx, state, kind, result)
+        return _Outcome(new, facts, rows, drift)
+    if kind == "dropped":
+        facts, rows = payloads.drop_receipt(ctx, tx, state, result)
+        return _Outcome(state, facts, rows, NO_DRIFT)
+    if kind in payloads.PAYLOAD_KINDS or result is not None:
+        new, facts, rows = payloads.observe_payload(
+            ctx, tx, state, kind="result" if kind == "action" else kind, tool=tool, args=args,
+            result=result, path=path, fixed_mode=fixed_mode)
+    else:  # an action without a result
+        call_args = payloads.parse_args(args)
+        args_text, _ = payloads.args_fingerprint(tool or "unknown", call_args)
+        new = state
+        facts = {"recorded": True,
+                 "_call": {"tool": tool or "unknown", "args": call_args, "output": None}}
+        rows = [{"kind": "action", "tokens": 0,
+                 "detail": {"kind": "action", "tool": tool, "args": args_text[:500]}}]
+    # Every call goes through LoopGuard and the failure/lesson/test-flag bookkeeping.
+    rules, _ = ctx.rules.load(tx)
+    call = facts.pop("_call")
+    new, loop, call_row = governance.observe_call(
+        ctx, tx, new, tool=call["tool"], args=call["args"], kind=kind, ref=facts.get("ref"),
+        output=call["output"], rules=rules)
+    if loop is not None:
+        facts["loop"] = loop
+    return _Outcome(replace(new, invariants=len(rules.invariants)), facts, rows, NO_DRIFT,
+                    call_row)
+
+
+def _journal_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in facts.items()
+           if k not in ("volatile", "preview", "content", "hint", "reason", "loop")}
+    out["volatile"] = len(facts.get("volatile", []))
+    if "loop" in facts:
+        out["loop"] = [p["pattern"] for p in facts["loop"]["patterns"]]
+    return out
+
+
 def observe(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: str | None,
             args: object, result: object, path: str | None, seal: object, usage: object,
             fixed_mode: str | None = None) -> dict[str, Any]:
     """Every observe: seal check, the kind's own work, usage, journal, ledger, prune advice."""
     idle_s = _idle_seconds(tx, state.task_id)
     seal_drift = check_seal(ctx, state, seal)
-    answer: dict[str, Any] = {"task_id": state.task_id, "kind": kind}
-    drift = seal_drift or NO_DRIFT
-    new = state
-    facts: dict[str, Any] = {}
-    rows: list[LedgerRow] = []
-    if kind in ("head", "contract"):
-        new, facts, change_drift, rows = observe_prompt_part(ctx, tx, state, kind, result)
-        if change_drift.verdict != "none":
-            drift = change_drift
-    elif kind == "dropped":
-        facts, rows = payloads.drop_receipt(ctx, tx, state, result)
-    elif kind in payloads.PAYLOAD_KINDS or (kind == "action" and result is not None):
-        new, facts, rows = payloads.observe_payload(
-            ctx, tx, state, kind="result" if kind == "action" else kind, tool=tool, args=args,
-            result=result, path=path, fixed_mode=fixed_mode)
-    else:
-        args_text, _ = payloads.args_fingerprint(tool or "unknown", payloads.parse_args(args))
-        facts = {"recorded": True}
-        rows = [{"kind": "action", "tokens": 0,
-                 "detail": {"kind": "action", "tool": tool, "args": args_text[:500]}}]
-    answer.update(facts)
+    outcome = _by_kind(ctx, tx, state, kind=kind, tool=tool, args=args, result=result,
+                       path=path, fixed_mode=fixed_mode)
+    drift = outcome.drift if outcome.drift.verdict != "none" else seal_drift or NO_DRIFT
+    new = outcome.state
     if seal_drift is not None and seal_drift.verdict == "none" and new.drift != "none" \
             and kind not in ("head", "contract"):
         new = replace(new, drift="none")  # the agent carries the current manifest
     applied = apply_usage(ctx, new, usage) if usage is not None else None
     if applied is not None:
         new = applied[0]
-    journal_facts = {k: v for k, v in facts.items()
-                     if k not in ("volatile", "preview", "content", "hint", "reason")}
     seq = save_task(tx, new, f"observe.{kind}", {
         "tool": tool, "seal_checked": seal is not None, "drift": drift.as_dict(),
-        **journal_facts, "volatile": len(facts.get("volatile", [])),
-        "usage_reported": applied is not None})
-    for row in rows:
+        **_journal_facts(outcome.facts), "usage_reported": applied is not None})
+    if outcome.call_row is not None:
+        governance.insert_call(tx, new.task_id, seq, outcome.call_row)
+    for row in outcome.rows:
         tx.ledger(task_id=new.task_id, event_seq=seq, encoding=ctx.counter.encoding_name,
                   cost_model=ctx.cost_model.name,
                   cost_usd=ctx.cost_model.token_cost(int(row.get("tokens", 0))), **row)
+    answer: dict[str, Any] = {"task_id": state.task_id, "kind": kind, **outcome.facts}
     if applied is not None:
         assert isinstance(usage, dict)
         answer["usage"] = store_usage(ctx, tx, new.task_id, usage, *applied[1:], seq)
-    if kind in payloads.PAYLOAD_KINDS or kind == "action":
+    if outcome.call_row is not None:
         advice = _prune(ctx, tx, new, idle_s)
         if advice is not None:
             answer["prune"] = advice

@@ -134,10 +134,13 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
     scrubbed_digest = sha256_hex(scrubbed.text.encode("utf-8"))
     cache_key = sha256_hex(f"{args_hash}\u2016{scrubbed_digest}")
 
+    # What LoopGuard sees of this call (popped by observe before it answers).
+    call = {"tool": tool, "args": call_args, "output": scrubbed.text}
     if file_info is not None:
         for record in state.files:
             if record.path == str(file_info.path) and record.sha256 == scrubbed_digest:
-                return _unchanged_file(tx, state, record, file_info.mtime_ns)
+                new, facts, rows = _unchanged_file(tx, state, record, file_info.mtime_ns)
+                return new, {**facts, "_call": call}, rows
 
     previous = tx.con.execute(
         "SELECT ref, created_us, tokens FROM tool_results WHERE task_id = ? AND cache_key = ?",
@@ -147,7 +150,7 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
                        " cache_key = ?", [state.task_id, cache_key])
         ref, created_us, tokens = previous
         facts = {"duplicate": True, "ref": ref, "tokens": int(tokens),
-                 "first_seen_us": int(created_us),
+                 "first_seen_us": int(created_us), "_call": call,
                  "hint": "identical to a result you already have (same tool, args and "
                          "output): drop this copy and recall the ref when needed"}
         in_context = 0 if kind == "file" else int(tokens)
@@ -175,7 +178,7 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
     facts, rows = _placement(ctx, kind, tool, stored, engagement, file_info is not None,
                              path=path_hint,
                              cache_key=cache_key, args_text=args_text)
-    return new, facts, rows
+    return new, {**facts, "_call": call}, rows
 
 
 def _path_in_args(args: dict[str, Any]) -> str | None:

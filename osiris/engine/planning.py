@@ -24,6 +24,7 @@ from osiris.core.prefix import (
 )
 from osiris.core.pressure import Pressure, compute_pressure
 from osiris.core.task_state import TaskState
+from osiris.engine import governance
 from osiris.engine.context import (
     EngineContext,
     check_task_id,
@@ -145,7 +146,8 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
         budget=apply_budget_request(state.budget, budget),
     )
     state = _apply_flags(state, flags)
-    state = sealed(state)
+    rules, _ = ctx.rules.load(tx)
+    state = sealed(replace(state, invariants=len(rules.invariants)))
     tx.insert_task(task_id, objective=objective_text, state=state.as_dict(),
                    project_id=project_id, agent_id=agent_id)
     save_task(tx, state, "task.start", {
@@ -156,7 +158,11 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
         "budget": {"token_limit": state.budget.token_limit,
                    "cost_limit_usd": state.budget.cost_limit_usd},
         "flags": dict(state.flags)})
-    return _manifest_answer(ctx, state, "start", NO_DRIFT)
+    answer = _manifest_answer(ctx, state, "start", NO_DRIFT)
+    lessons = governance.project_lessons(tx, project_id)
+    if lessons:
+        answer["lessons"] = lessons  # what earlier agents learned on this project
+    return answer
 
 
 def _apply_flags(state: TaskState, flags: object) -> TaskState:
@@ -224,6 +230,7 @@ def plan_update(ctx: EngineContext, tx: Tx, *, task_id: str, steps: list[str] | 
     if rejected:
         body["rejected_rewrites"] = rejected
     seq = save_task(tx, new, "task.update", body)
+    governance.insert_call(tx, new.task_id, seq, governance.progress_row(seq))
     _record_drift(ctx, tx, new, drift, seq)
     answer = _manifest_answer(ctx, new, "update", drift)
     if rejected:

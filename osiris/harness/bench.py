@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from osiris.harness import perf, secrets_report
+from osiris.harness import governance_replay, perf, secrets_report
 from osiris.harness.runmeta import RunMeta, new_run
 
 
@@ -62,8 +62,25 @@ def stage_secrets(ctx: BenchContext) -> None:
             f"{summary['mb_per_s']:.1f} MB/s")
 
 
+def stage_governance(ctx: BenchContext) -> None:
+    """Replay the real sessions through precheck + observe: what LoopGuard flags."""
+    traces = ctx.repo / "datasets" / "traces"
+    ctx.say("governance: precheck + observe of every call of the real traces")
+    results = governance_replay.replay_all(traces, ctx.workdir / "governance-home",
+                                           quick=ctx.quick)
+    rows = [{"trace": r.trace, "format": r.format, "step": f["step"], "tool": f["tool"],
+             "call": f["call"], "verdict": f["verdict"], "patterns": ",".join(f["patterns"])}
+            for r in results for f in r.flags]
+    ctx.add_rows("loopguard_flags", rows or [{"trace": None, "format": None, "step": None,
+                                              "tool": None, "call": None, "verdict": None,
+                                              "patterns": None}])
+    ctx.documents["LOOPGUARD.md"] = governance_replay.render(results)
+    ctx.say(f"governance: {len(rows)} flags in {sum(r.calls for r in results)} calls")
+
+
 STAGES: dict[str, Stage] = {"secrets": stage_secrets, "store": perf.stage_store,
-                            "engine": perf.stage_engine, "payloads": perf.stage_payloads}
+                            "engine": perf.stage_engine, "payloads": perf.stage_payloads,
+                            "governance": stage_governance}
 
 
 def write_reports(ctx: BenchContext) -> list[Path]:

@@ -167,4 +167,35 @@ MIGRATIONS: tuple[Migration, ...] = (
         )""",
         "CREATE INDEX tool_results_args ON tool_results (task_id, tool, args_hash)",
     )),
+    Migration("0005_governance", (
+        # Every observed call, as LoopGuard needs it (fingerprints, errors, novelty).
+        """CREATE TABLE calls (
+            task_id VARCHAR NOT NULL,
+            seq BIGINT NOT NULL,
+            ts_us BIGINT NOT NULL,
+            tool VARCHAR NOT NULL,
+            args_hash VARCHAR NOT NULL,
+            family VARCHAR NOT NULL,
+            fingerprint VARCHAR NOT NULL,
+            result_digest VARCHAR,
+            ref VARCHAR,
+            is_error BOOLEAN NOT NULL,
+            error_signature VARCHAR,
+            error_text VARCHAR,
+            mutating BOOLEAN NOT NULL,
+            novel BOOLEAN NOT NULL,
+            targets VARCHAR NOT NULL DEFAULT '',
+            PRIMARY KEY (task_id, seq)
+        )""",
+        # The last invariants file of each root that parsed: in force while a newer
+        # version of the file is malformed, in every process.
+        """CREATE TABLE rule_sets (
+            path VARCHAR PRIMARY KEY,
+            root VARCHAR NOT NULL,
+            digest VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            loaded_us BIGINT NOT NULL
+        )""",
+        "ALTER TABLE failures ADD COLUMN error_text VARCHAR",
+    )),
 )
