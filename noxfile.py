@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "venv"
@@ -10,8 +13,12 @@ nox.options.sessions = ["tests", "lint"]
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole test suite."""
+    """The whole test suite (Node-based clients are installed when npm is present)."""
     session.install("-e", ".[test,analysis]")
+    if shutil.which("npm"):
+        session.run("bash", ".ci/install-node-tools", external=True)
+        bin_dir = Path(".tools/node/node_modules/.bin").resolve()
+        session.env["TEST_MCP_INSPECTOR"] = str(bin_dir / "mcp-inspector")
     session.run("pytest", *session.posargs)
 
 

@@ -61,6 +61,24 @@ class Settings:
     """OSIRIS_PRUNE_MODE: cache_ttl, conservative, balanced or aggressive."""
     recall_max_tokens: int = 2_000
     """OSIRIS_RECALL_MAX_TOKENS: default bound of a recall answer."""
+    operating_context_path: Path | None = None
+    """OSIRIS_OPERATING_CONTEXT_PATH: the sidecar (default $OSIRIS_HOME/operating-context.toml)."""
+    operating_context_enabled: bool = True
+    """OSIRIS_OPERATING_CONTEXT: ``off`` switches the operating context off."""
+    tool_names: str = "underscore"
+    """OSIRIS_TOOL_NAMES: ``underscore`` (osiris_plan) or ``dotted`` (osiris.plan)."""
+    http_host: str = "127.0.0.1"
+    """OSIRIS_HTTP_HOST: address ``osiris serve --http`` binds."""
+    http_port: int = 8765
+    """OSIRIS_HTTP_PORT: port ``osiris serve --http`` binds."""
+    http_tokens: tuple[tuple[str, str], ...] = ()
+    """OSIRIS_HTTP_TOKEN: bearer token(s), ``token`` or ``name=token``, comma-separated."""
+    http_allowed_hosts: tuple[str, ...] = ()
+    """OSIRIS_HTTP_ALLOWED_HOSTS: extra Host values accepted (DNS-rebinding protection)."""
+    http_allowed_origins: tuple[str, ...] = ()
+    """OSIRIS_HTTP_ALLOWED_ORIGINS: extra Origin values accepted."""
+    http_max_body_bytes: int | None = None
+    """OSIRIS_HTTP_MAX_BODY_BYTES: request size limit (default: payload limit + 1 MiB)."""
 
     @property
     def db_path(self) -> Path:
@@ -71,6 +89,13 @@ class Settings:
     def refs_dir(self) -> Path:
         """Root of the content-addressed blob store."""
         return self.home / "refs"
+
+    @property
+    def sidecar_path(self) -> Path | None:
+        """The operating-context file in force (None when switched off)."""
+        if not self.operating_context_enabled:
+            return None
+        return self.operating_context_path or self.home / "operating-context.toml"
 
     @property
     def reports_dir(self) -> Path:
@@ -135,18 +160,38 @@ class Settings:
                             "one of " + ", ".join(PRUNE_MODES)),
             recall_max_tokens=_get(env, "OSIRIS_RECALL_MAX_TOKENS", defaults.recall_max_tokens,
                                    _positive_int, "a positive whole number of tokens"),
+            operating_context_path=_get(env, "OSIRIS_OPERATING_CONTEXT_PATH", None, _abs_path,
+                                        "an absolute path to a TOML file"),
+            operating_context_enabled=_get(env, "OSIRIS_OPERATING_CONTEXT", True, _on_off,
+                                           "on or off"),
+            tool_names=_get(env, "OSIRIS_TOOL_NAMES", defaults.tool_names, _tool_names,
+                            "underscore or dotted"),
+            http_host=_get(env, "OSIRIS_HTTP_HOST", defaults.http_host, _host,
+                           "an IP address or host name, e.g. 127.0.0.1"),
+            http_port=_get(env, "OSIRIS_HTTP_PORT", defaults.http_port, _port,
+                           "a port number from 1 to 65535"),
+            http_tokens=_get(env, "OSIRIS_HTTP_TOKEN", (), _tokens,
+                             "token or name=token entries, comma-separated, each token at "
+                             "least 16 characters", secret=True),
+            http_allowed_hosts=_get(env, "OSIRIS_HTTP_ALLOWED_HOSTS", (), _csv,
+                                    "host[:port] values, comma-separated"),
+            http_allowed_origins=_get(env, "OSIRIS_HTTP_ALLOWED_ORIGINS", (), _csv,
+                                      "origins such as https://app.example.com, comma-separated"),
+            http_max_body_bytes=_get(env, "OSIRIS_HTTP_MAX_BODY_BYTES", None, _positive_int,
+                                     "a positive whole number of bytes"),
         )._checked()
 
 
 def _get(env: Mapping[str, str], name: str, default: T, parse: Callable[[str], T],
-         accepts: str) -> T:
+         accepts: str, *, secret: bool = False) -> T:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
         return parse(raw.strip())
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is invalid: expected {accepts}") from None
+        shown = "(value hidden)" if secret else repr(raw)
+        raise ConfigError(f"{name}={shown} is invalid: expected {accepts}") from None
 
 
 def _positive_int(raw: str) -> int:
@@ -177,6 +222,57 @@ def _log_level(raw: str) -> str:
     if upper not in _LOG_LEVELS:
         raise ValueError(raw)
     return upper
+
+
+def _abs_path(raw: str) -> Path | None:
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise ValueError(raw)
+    return path
+
+
+def _on_off(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered not in ("on", "off"):
+        raise ValueError(raw)
+    return lowered == "on"
+
+
+def _tool_names(raw: str) -> str:
+    if raw not in ("underscore", "dotted"):
+        raise ValueError(raw)
+    return raw
+
+
+def _host(raw: str) -> str:
+    if not raw or any(c.isspace() or c in "/?#@" for c in raw):
+        raise ValueError(raw)
+    return raw
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 0 < value < 65536:
+        raise ValueError(raw)
+    return value
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _tokens(raw: str) -> tuple[tuple[str, str], ...]:
+    import hashlib
+
+    out = []
+    for entry in _csv(raw):
+        name, sep, token = entry.partition("=")
+        if not sep:
+            name, token = "token-" + hashlib.sha256(entry.encode()).hexdigest()[:8], entry
+        if len(token) < 16 or not name:
+            raise ValueError(raw)
+        out.append((name, token))
+    return tuple(out)
 
 
 def _prune_mode(raw: str) -> str:

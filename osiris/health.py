@@ -11,6 +11,7 @@ from osiris.config import Settings
 from osiris.core.invariants import RuleSet
 from osiris.core.redaction import default_rules
 from osiris.core.tokens import default_counter
+from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
 from osiris.errors import OsirisError
 from osiris.store import journal
@@ -75,6 +76,12 @@ def collect_health(settings: Settings) -> dict[str, Any]:
         warnings.append("OSIRIS_ROOTS is empty: observe(kind='file') cannot read any file")
     if invariants is None:  # the store was unusable: read the files alone
         invariants, rule_problems = loader.load(None)
+    sidecar = OperatingContextLoader(settings.sidecar_path)
+    context_findings = sidecar.findings()
+    doc["operating_context"] = {"path": str(settings.sidecar_path) if settings.sidecar_path
+                                else None, "active": sidecar.load()[0] is not None,
+                                "findings": context_findings}
+    warnings.extend(context_findings)
     doc["invariants"] = {"files": [str(p) for p in loader.files() if p.exists()],
                          "rules": len(invariants.invariants), "problems": rule_problems}
     warnings.extend(rule_problems)

@@ -69,6 +69,31 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    """Run the MCP server on stdio (default) or Streamable HTTP."""
+    from dataclasses import replace
+
+    from osiris.server.transports import serve_http, serve_stdio
+
+    if args.http:
+        if args.host:
+            settings = replace(settings, http_host=args.host)
+        if args.port:
+            settings = replace(settings, http_port=args.port)
+        serve_http(settings)
+    else:
+        serve_stdio(settings)
+    return EXIT_OK
+
+
+def cmd_footprint(settings: Settings, args: argparse.Namespace) -> int:
+    """Print the tokens the tool definitions cost a client, per tool and in total."""
+    from osiris.server.footprint import footprint
+
+    _print_json(footprint(dotted=settings.tool_names == "dotted"))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``osiris`` (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(
@@ -81,6 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     audit = sub.add_parser("audit", help="non-loss proof of a task; prints JSON")
     audit.add_argument("--task", required=True, help="task id")
     audit.set_defaults(func=cmd_audit)
+    serve = sub.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    serve.add_argument("--http", action="store_true", help="Streamable HTTP at /mcp")
+    serve.add_argument("--host", help="bind address (default OSIRIS_HTTP_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default OSIRIS_HTTP_PORT or 8765)")
+    serve.set_defaults(func=cmd_serve)
+    footprint = sub.add_parser("footprint", help="tokens of the tool definitions (JSON)")
+    footprint.set_defaults(func=cmd_footprint)
     bench = sub.add_parser("bench", help="run the benchmark; regenerates reports/")
     bench.add_argument("--quick", action="store_true", help="small subset (for tests)")
     bench.add_argument("--repo", default=".", help="clone of the repository (default: .)")

@@ -86,3 +86,16 @@ def file_targets(args: dict[str, Any], limit: int = 20) -> tuple[str, ...]:
                 if len(found) >= limit:
                     return tuple(found)
     return tuple(found)
+
+
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename")
+
+
+def named_paths(args: dict[str, Any]) -> tuple[str, ...]:
+    """Paths a call names explicitly (editor arguments, apply_patch changes)."""
+    found = [args[k] for k in _PATH_KEYS if isinstance(args.get(k), str) and args[k]]
+    changes = args.get("changes")
+    if isinstance(changes, list):
+        found += [c["path"] for c in changes if isinstance(c, dict)
+                  and isinstance(c.get("path"), str)]
+    return tuple(dict.fromkeys(found))

@@ -1,25 +1,47 @@
 """Engine: the one facade over core and store that the MCP server, the CLI and the
-benchmark all drive. Each public method is one store transaction (or one read)."""
+benchmark all drive. Each public method is one store transaction (or one read).
+
+``principal`` is the caller's authenticated identity (an HTTP bearer token's name);
+with one, a caller may use only the tasks it created. ``actor`` is what the journal
+records as the caller (the principal, an agent id, or ``agent``).
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 from osiris.config import Settings
+from osiris.core.budget import budget_state
 from osiris.core.cost_models import default_cost_models
+from osiris.core.hashing import digest_of_ref
+from osiris.core.manifest import render_manifest
+from osiris.core.operating_context import context_view, resolve_project
+from osiris.core.prefix import compute_zones
+from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.engine import checkpoints, governance, observing, planning
+from osiris.engine import checkpoints, governance, handoffs, observing, planning
+from osiris.engine import memory as memory_ops
 from osiris.engine import recall as recall_op
-from osiris.engine.context import EngineContext, account_answer, check_task_id, load_task
+from osiris.engine.context import (
+    EngineContext,
+    account_answer,
+    authorize,
+    check_task_id,
+    derived_counts,
+    load_task,
+)
+from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
-from osiris.errors import InvalidInputError
-from osiris.store.state import Clock, Store
+from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store.state import Clock, Store, Tx
 
-PLAN_MODES = ("start", "update", "resume", "status")
+PLAN_MODES = ("start", "update", "resume", "status", "context", "memory")
 
 
 class Engine:
-    """plan / observe (and, as the project grows, precheck, recall, checkpoint, handoff)."""
+    """plan, precheck, observe, recall, checkpoint (and handoff) over one OSIRIS home."""
 
     def __init__(self, settings: Settings, *, store: Store | None = None,
                  counter: TokenCounter | None = None, clock: Clock | None = None,
@@ -32,7 +54,8 @@ class Engine:
         self.ctx = EngineContext(
             settings=settings, store=self.store, counter=counter or default_counter(),
             cost_model=default_cost_models().get(cost_model or settings.cost_model),
-            rules=RulesLoader(settings.roots))
+            rules=RulesLoader(settings.roots),
+            operating=OperatingContextLoader(settings.sidecar_path))
 
     def close(self) -> None:
         """Release the store."""
@@ -51,28 +74,113 @@ class Engine:
              completed: list[int] | None = None, constraints: list[Any] | None = None,
              decisions: list[Any] | None = None, agent_id: str | None = None,
              project_id: str | None = None, budget: dict[str, Any] | None = None,
-             flags: dict[str, bool] | None = None, actor: str | None = None,
-             ) -> dict[str, Any]:
+             flags: dict[str, bool] | None = None, section: str | None = None,
+             memory: Any = None, actor: str | None = None,
+             principal: str | None = None) -> dict[str, Any]:
         """Start, update, resume or report on a task; returns the sealed manifest."""
         if mode not in PLAN_MODES:
             raise InvalidInputError(f"unknown plan mode {mode!r}: use one of "
                                     + ", ".join(PLAN_MODES))
-        with self.store.transaction(actor or agent_id or "agent") as tx:
+        if mode == "context":
+            return self.operating_context(section)
+        with self.store.transaction(actor or principal or agent_id or "agent") as tx:
             if mode == "start":
+                context, _ = self.ctx.operating.load()
+                resolution = resolve_project(context, project_id, agent_id, write=True)
                 answer = planning.plan_start(
                     self.ctx, tx, objective=objective, steps=steps, active_step=active_step,
                     constraints=constraints, decisions=decisions, agent_id=agent_id,
-                    project_id=project_id, budget=budget, flags=flags)
-            elif mode == "update":
-                answer = planning.plan_update(
-                    self.ctx, tx, task_id=check_task_id(task_id), steps=steps,
-                    active_step=active_step, completed=completed, constraints=constraints,
-                    decisions=decisions, budget=budget, flags=flags)
-            elif mode == "resume":
-                answer = planning.plan_resume(self.ctx, tx, task_id=check_task_id(task_id))
+                    project_id=resolution.project_id, budget=budget, flags=flags,
+                    owner=principal)
+                answer.update(resolution.facts())
             else:
-                answer = planning.plan_status(self.ctx, tx, task_id=check_task_id(task_id))
+                task = check_task_id(task_id)
+                authorize(tx.con, task, principal)
+                if mode == "update":
+                    answer = planning.plan_update(
+                        self.ctx, tx, task_id=task, steps=steps, active_step=active_step,
+                        completed=completed, constraints=constraints, decisions=decisions,
+                        budget=budget, flags=flags)
+                elif mode == "resume":
+                    answer = planning.plan_resume(self.ctx, tx, task_id=task)
+                elif mode == "memory":
+                    answer = self._memory(tx, task, memory, project_id, agent_id)
+                else:
+                    answer = planning.plan_status(self.ctx, tx, task_id=task)
             account_answer(self.ctx, tx, answer["task_id"], f"plan.{mode}", answer)
+        return answer
+
+    def _memory(self, tx: Tx, task_id: str, request: Any, project_id: Any,
+                agent_id: str | None) -> dict[str, Any]:
+        """``plan(mode="memory")``: a list writes entries, an object (or nothing) looks up."""
+        state = load_task(tx, task_id)
+        if project_id is not None:  # a read across projects obeys the registry (warn only)
+            context, _ = self.ctx.operating.load()
+            resolution = resolve_project(context, project_id, agent_id or state.agent_id,
+                                         write=False)
+            state = replace(state, project_id=resolution.project_id)
+        if isinstance(request, list):
+            return {"task_id": task_id, "mode": "memory",
+                    "written": memory_ops.write(tx, state, request)}
+        if request is not None and not isinstance(request, dict):
+            raise InvalidInputError('memory must be a list of entries to write, or an object '
+                                    'like {"kind": "lesson", "scope": "project"} to look up')
+        return {"task_id": task_id, "mode": "memory",
+                "entries": memory_ops.lookup(tx, state, request or {})}
+
+    # -- handoff -----------------------------------------------------------------------
+
+    def handoff(self, mode: str, *, task_id: str | None = None, handoff_id: str | None = None,
+                contract: Any = None, result: Any = None, agent_id: str | None = None,
+                actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+        """create, accept, complete or status of a delegation contract."""
+        if mode not in handoffs.HANDOFF_MODES:
+            raise InvalidInputError(f"unknown handoff mode {mode!r}: use one of "
+                                    + ", ".join(handoffs.HANDOFF_MODES))
+        with self.store.transaction(actor or principal or agent_id or "agent") as tx:
+            if mode == "create":
+                authorize(tx.con, check_task_id(task_id), principal)
+                answer = handoffs.create(self.ctx, tx, task_id=task_id, contract=contract)
+            elif mode == "accept":
+                # The unguessable handoff id is the capability that admits the child.
+                answer = handoffs.accept(self.ctx, tx, handoff_id=handoff_id,
+                                         agent_id=agent_id, owner=principal)
+            else:
+                parent, child = handoffs.parties(tx, handoff_id)
+                if principal is not None:
+                    allowed = [t for t in (parent, child) if t is not None]
+                    if not any(tx.con.execute("SELECT 1 FROM tasks WHERE task_id = ? AND"
+                                              " owner = ?", [t, principal]).fetchone()
+                               for t in allowed):
+                        raise NotFoundError(f"handoff {handoff_id!r} does not exist")
+                if mode == "complete":
+                    answer = handoffs.complete(self.ctx, tx, handoff_id=handoff_id,
+                                               task_id=task_id, result=result)
+                else:
+                    answer = handoffs.status(self.ctx, tx, handoff_id=handoff_id)
+            account_answer(self.ctx, tx, answer.get("task_id") or answer.get("parent_task_id"),
+                           f"handoff.{mode}", answer)
+        return answer
+
+    def operating_context(self, section: str | None = None) -> dict[str, Any]:
+        """The operating context, read-only (``plan(mode="context")``, ``osiris://context``)."""
+        if section is not None and not isinstance(section, str):
+            raise InvalidInputError("section must be the name of a doctrine section")
+        context, problems = self.ctx.operating.load()
+        return context_view(context, section, problems)
+
+    # -- precheck ----------------------------------------------------------------------
+
+    def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
+                 path: str | None = None, confirmed: bool = False, actor: str | None = None,
+                 principal: str | None = None) -> dict[str, Any]:
+        """allow, warn, suggest_alternative, require_approval or block an intended action."""
+        with self.store.transaction(actor or principal or "agent") as tx:
+            authorize(tx.con, check_task_id(task_id), principal)
+            answer = governance.precheck(self.ctx, tx, self.ctx.rules, task_id=task_id,
+                                         tool=tool, args=args, path=path,
+                                         confirmed=confirmed)
+            account_answer(self.ctx, tx, answer["task_id"], "precheck", answer)
         return answer
 
     # -- observe -----------------------------------------------------------------------
@@ -81,31 +189,19 @@ class Engine:
                 args: dict[str, Any] | None = None, result: Any = None,
                 path: str | None = None, seal: str | None = None,
                 usage: dict[str, Any] | None = None, actor: str | None = None,
-                ) -> dict[str, Any]:
+                principal: str | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage."""
         if kind not in observing.OBSERVE_KINDS:
             raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
                                     + ", ".join(observing.OBSERVE_KINDS))
         task_id = check_task_id(task_id)
-        with self.store.transaction(actor or "agent") as tx:
+        with self.store.transaction(actor or principal or "agent") as tx:
+            authorize(tx.con, task_id, principal)
             state = load_task(tx, task_id, self.ctx.cost_model)
             answer = observing.observe(self.ctx, tx, state, kind=kind, tool=tool, args=args,
                                        result=result, path=path, seal=seal, usage=usage,
                                        fixed_mode=self.fixed_mode)
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer)
-        return answer
-
-    # -- precheck ----------------------------------------------------------------------
-
-    def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
-                 path: str | None = None, confirmed: bool = False,
-                 actor: str | None = None) -> dict[str, Any]:
-        """allow, warn, suggest_alternative, require_approval or block an intended action."""
-        with self.store.transaction(actor or "agent") as tx:
-            answer = governance.precheck(self.ctx, tx, self.ctx.rules, task_id=task_id,
-                                         tool=tool, args=args, path=path,
-                                         confirmed=confirmed)
-            account_answer(self.ctx, tx, answer["task_id"], "precheck", answer)
         return answer
 
     # -- recall ------------------------------------------------------------------------
@@ -115,12 +211,21 @@ class Engine:
                context: int | None = None, fields: list[str] | None = None,
                where: Any = None, max_tokens: int | None = None, ignore_case: bool = False,
                language: str | None = None, task_id: str | None = None,
-               actor: str | None = None) -> dict[str, Any]:
+               actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
         """Expand a ref server-side: only what was asked for enters the context."""
         task = check_task_id(task_id) if task_id is not None else None
-        with self.store.transaction(actor or "agent") as tx:
+        with self.store.transaction(actor or principal or "agent") as tx:
             if task is not None:
-                load_task(tx, task)  # the task must exist
+                authorize(tx.con, task, principal)
+                # A task sees only refs it created or was handed: OSIRIS never tells an
+                # agent it has content that never reached it.
+                digest_of_ref(ref)
+                if tx.con.execute("SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?",
+                                  [task, ref]).fetchone() is None:
+                    raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
+                                        "observed in this task nor handed to it")
+            if principal is not None:
+                self._check_ref_visible(tx.con, ref, principal)
             answer = recall_op.recall(
                 self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
                 context=context, fields=fields, where=where, max_tokens=max_tokens,
@@ -134,11 +239,74 @@ class Engine:
 
     def checkpoint(self, task_id: str, mode: str, *, checkpoint_id: str | None = None,
                    item: int = 0, offset: int = 0, max_tokens: int | None = None,
-                   actor: str | None = None) -> dict[str, Any]:
+                   actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
         """Snapshot, resume, report, compact, trim, clear or restore."""
-        with self.store.transaction(actor or "agent") as tx:
+        with self.store.transaction(actor or principal or "agent") as tx:
+            authorize(tx.con, check_task_id(task_id), principal)
             answer = checkpoints.checkpoint(self.ctx, tx, task_id=task_id, mode=mode,
                                             checkpoint_id=checkpoint_id, item=item,
                                             offset=offset, max_tokens=max_tokens)
             account_answer(self.ctx, tx, answer["task_id"], f"checkpoint.{mode}", answer)
         return answer
+
+    # -- read-only views (MCP resources, the resume prompt) ----------------------------
+
+    def _read_state(self, task_id: str, principal: str | None) -> TaskState:
+        task = check_task_id(task_id)
+        with self.store.read() as con:
+            authorize(con, task, principal)
+            row = con.execute("SELECT state FROM tasks WHERE task_id = ?", [task]).fetchone()
+            assert row is not None
+            return derived_counts(con, TaskState.from_dict(json.loads(row[0])),
+                                  self.ctx.cost_model)
+
+    def manifest_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+        """The task's manifest, zone hashes, drift state and objective (no side effects)."""
+        state = self._read_state(task_id, principal)
+        zones = compute_zones(state)
+        return {"task_id": state.task_id, "objective": state.objective,
+                "manifest": render_manifest(state, self.ctx.counter), "seal": zones.seal,
+                "drift": state.drift,
+                "zones": {"head": zones.head, "zone_b": zones.zone_b, "tail": zones.tail,
+                          "prefix": zones.prefix, "zone_a": zones.zone_a}}
+
+    def status_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+        """Live context pressure and budget (no side effects)."""
+        state = self._read_state(task_id, principal)
+        return {"task_id": state.task_id,
+                "pressure": planning.pressure_of(self.ctx, state).as_dict(),
+                "budget": {"state": budget_state(state.budget),
+                           "tokens_consumed": state.budget.tokens_consumed,
+                           "token_limit": state.budget.token_limit,
+                           "cost_consumed_usd": state.budget.cost_consumed_usd,
+                           "cost_limit_usd": state.budget.cost_limit_usd},
+                "plan": planning.plan_view(state)}
+
+    def resume_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+        """Everything an agent needs to recover after a crash, from the store alone."""
+        state = self._read_state(task_id, principal)
+        return {"task_id": state.task_id, "objective": state.objective,
+                "manifest": render_manifest(state, self.ctx.counter),
+                "constraints": [i.text for i in state.constraints],
+                "decisions": [i.text for i in state.decisions],
+                "plan": planning.plan_view(state), "lessons": list(state.lessons),
+                "files": [f.path for f in state.files], "flags": dict(state.flags)}
+
+    def ref_bytes(self, ref: str, principal: str | None = None) -> tuple[bytes, str]:
+        """Raw verified bytes of a ref and its media type."""
+        digest_of_ref(ref)
+        with self.store.read() as con:
+            if principal is not None:
+                self._check_ref_visible(con, ref, principal)
+            row = con.execute("SELECT media_type FROM refs WHERE ref = ?", [ref]).fetchone()
+        if row is None:
+            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
+        return self.store.refs.get(ref), str(row[0])
+
+    @staticmethod
+    def _check_ref_visible(con: Any, ref: str, principal: str) -> None:
+        row = con.execute("SELECT 1 FROM task_refs r JOIN tasks t USING (task_id)"
+                          " WHERE r.ref = ? AND t.owner = ? LIMIT 1", [ref, principal]
+                          ).fetchone()
+        if row is None:
+            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")

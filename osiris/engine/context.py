@@ -19,6 +19,7 @@ from osiris.core.cost_models import CostModel
 from osiris.core.hashing import canonical_json
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter
+from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store.db import fetch_row
@@ -36,6 +37,7 @@ class EngineContext:
     counter: TokenCounter
     cost_model: CostModel
     rules: RulesLoader
+    operating: OperatingContextLoader
 
     def new_task_id(self) -> str:
         """An unguessable task id (96 random bits)."""
@@ -51,6 +53,18 @@ def check_task_id(task_id: object) -> str:
     if len(task_id) > 128 or not all(c.isalnum() or c in "_-.:" for c in task_id):
         raise InvalidInputError(f"{task_id[:40]!r} is not a task id")
     return task_id
+
+
+def authorize(con: duckdb.DuckDBPyConnection, task_id: str, principal: str | None) -> None:
+    """NotFoundError unless the task exists and ``principal`` may use it.
+
+    A task created under an HTTP bearer identity belongs to it; another identity gets
+    the same answer as for a task that does not exist (no existence oracle).
+    """
+    row = con.execute("SELECT owner FROM tasks WHERE task_id = ?", [task_id]).fetchone()
+    if row is None or (principal is not None and row[0] != principal):
+        raise NotFoundError(f"task {task_id!r} does not exist; start one with "
+                            "plan(mode='start') or check the id in your manifest")
 
 
 def load_task(tx: Tx, task_id: str, model: CostModel | None = None) -> TaskState:

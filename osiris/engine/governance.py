@@ -13,7 +13,7 @@ from typing import Any
 from osiris.core import loopguard
 from osiris.core.budget import budget_remaining, budget_state
 from osiris.core.failures import error_signature, is_test_command, outcome_of_test_run
-from osiris.core.hashing import canonical_json, sha256_hex
+from osiris.core.hashing import sha256_hex
 from osiris.core.invariants import Action, RuleSet, evaluate
 from osiris.core.precheck import (
     action_key,
@@ -22,8 +22,16 @@ from osiris.core.precheck import (
     from_invariants,
     from_loopguard,
 )
-from osiris.core.shell import command_tool_name, file_targets, shell_command, tool_family
+from osiris.core.shell import (
+    command_tool_name,
+    file_targets,
+    named_paths,
+    shell_command,
+    tool_family,
+)
 from osiris.core.task_state import Failure, TaskState, with_flag
+from osiris.engine import memory
+from osiris.engine.compass import compass_for
 from osiris.engine.context import EngineContext, check_task_id, load_task, save_task
 from osiris.engine.payloads import args_fingerprint, parse_args
 from osiris.engine.rules import RulesLoader
@@ -97,6 +105,10 @@ def precheck(ctx: EngineContext, tx: Tx, loader: RulesLoader, *, task_id: object
     answer: dict[str, Any] = {"task_id": state.task_id, **decision.as_dict()}
     if problems:
         answer["rules_problems"] = problems
+    guide = compass_for(ctx, tx.con, state)
+    if guide is not None and guide["recommended"] and \
+            guide["recommended"][0]["tool"] != action.tool:
+        answer["compass"] = guide["recommended"]  # a better-fitting tool exists
     save_task(tx, state, "precheck", {
         "tool": action.tool, "derived_tool": command_tool_name(action.tool, call_args),
         "args_hash": args_hash, "path": action.path, "confirmed": bool(confirmed),
@@ -122,6 +134,7 @@ class CallRow:
     mutating: bool
     novel: bool
     targets: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
 
 
 def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
@@ -154,7 +167,7 @@ def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
     row = CallRow(tool, args_hash, family, fp, result_digest, ref, is_error,
                   signature.digest if signature else None,
                   signature.text if signature else None, loopguard.is_mutating(tool),
-                  seen is None, file_targets(args))
+                  seen is None, file_targets(args), named_paths(args))
     # The answer tells the agent what repeating this call would meet.
     this = loopguard.CallRecord(seq=history[-1].seq + 1 if history else 1, tool=tool,
                                 args_hash=args_hash, fingerprint=fp, family=family,
@@ -179,11 +192,11 @@ def insert_call(tx: Tx, task_id: str, seq: int, row: CallRow) -> None:
     """Add a call to the task's history."""
     tx.con.execute(
         "INSERT INTO calls (task_id, seq, ts_us, tool, args_hash, family, fingerprint,"
-        " result_digest, ref, is_error, error_signature, error_text, mutating, novel, targets)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        " result_digest, ref, is_error, error_signature, error_text, mutating, novel, targets,"
+        " paths) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [task_id, seq, tx.now_us, row.tool, row.args_hash, row.family, row.fingerprint,
          row.result_digest, row.ref, row.is_error, row.error_signature, row.error_text,
-         row.mutating, row.novel, "\t".join(row.targets)])
+         row.mutating, row.novel, "\t".join(row.targets), "\t".join(row.paths)])
 
 
 def progress_row(seq: int) -> CallRow:
@@ -235,14 +248,8 @@ def _resolve_failures(ctx: EngineContext, tx: Tx, state: TaskState, tool: str,
 
 def remember_lesson(tx: Tx, state: TaskState, lesson: str, key: str) -> None:
     """Keep a lesson for the next agent on the same project (task scope otherwise)."""
-    scope, scope_id = ("project", state.project_id) if state.project_id else \
-        ("task", state.task_id)
-    value = canonical_json({"text": lesson})
-    entry_id = sha256_hex(canonical_json([scope, scope_id, "lesson", key, value]))
-    tx.con.execute(
-        "INSERT INTO memory (entry_id, scope, scope_id, kind, key, value, task_id, created_us)"
-        " VALUES (?, ?, ?, 'lesson', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [entry_id, scope, scope_id, key, value, state.task_id, tx.now_us])
+    memory.remember(tx, state, "lesson", key, {"text": lesson},
+                    scope="project" if state.project_id else "task")
 
 
 def project_lessons(tx: Tx, project_id: str | None, limit: int = 5) -> list[str]:

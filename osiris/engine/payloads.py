@@ -23,6 +23,7 @@ from osiris.core.preview import make_preview
 from osiris.core.prune import ContextItem, PruneAdvice, plan_prune
 from osiris.core.redaction import ScrubResult, scrub
 from osiris.core.task_state import FileRecord, TaskState, ToolResult
+from osiris.engine import memory
 from osiris.engine.context import EngineContext
 from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store.db import fetch_row
@@ -174,6 +175,8 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
         record = FileRecord(str(file_info.path), scrubbed_digest, file_info.mtime_ns,
                             file_info.size, tx.now_us, stored.ref)
         new = replace(new, files=(*(f for f in new.files if f.path != record.path), record))
+        memory.remember(tx, new, "file", record.path, {"sha256": record.sha256,
+                                                      "ref": record.ref})
     path_hint = str(file_info.path) if file_info else _path_in_args(call_args)
     facts, rows = _placement(ctx, kind, tool, stored, engagement, file_info is not None,
                              path=path_hint,

@@ -24,7 +24,8 @@ from osiris.core.prefix import (
 )
 from osiris.core.pressure import Pressure, compute_pressure
 from osiris.core.task_state import TaskState
-from osiris.engine import governance
+from osiris.engine import governance, memory
+from osiris.engine.compass import compass_for
 from osiris.engine.context import (
     EngineContext,
     check_task_id,
@@ -115,8 +116,9 @@ def _record_drift(ctx: EngineContext, tx: Tx, state: TaskState, drift: DriftVerd
               detail=drift.as_dict())
 
 
-def _manifest_answer(ctx: EngineContext, state: TaskState, mode: str,
-                     drift: DriftVerdict) -> dict[str, Any]:
+def manifest_answer(ctx: EngineContext, state: TaskState, mode: str,
+                    drift: DriftVerdict = NO_DRIFT) -> dict[str, Any]:
+    """The common part of every plan answer: the manifest and where the task stands."""
     manifest = render_manifest(state, ctx.counter)
     tokens = ctx.counter.count(manifest)
     return {"task_id": state.task_id, "mode": mode, "manifest": manifest,
@@ -128,7 +130,8 @@ def _manifest_answer(ctx: EngineContext, state: TaskState, mode: str,
 def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str] | None,
                active_step: int | None, constraints: object, decisions: object,
                agent_id: str | None, project_id: str | None, budget: object,
-               flags: object = None) -> dict[str, Any]:
+               flags: object = None, owner: str | None = None,
+               parent_task_id: str | None = None) -> dict[str, Any]:
     """Create a task and return its first manifest."""
     objective_text = ts.validate_objective(objective)
     constraint_items = ts.validate_items(constraints, "constraints")
@@ -137,7 +140,7 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
         raise InvalidInputError("a new task has no pinned items to rewrite: pass strings")
     task_id = ctx.new_task_id()
     state = TaskState(task_id=task_id, objective=objective_text, created_us=tx.now_us,
-                      agent_id=agent_id, project_id=project_id)
+                      agent_id=agent_id, project_id=project_id, parent_task_id=parent_task_id)
     state = replace(
         state,
         constraints=ts.append_pinned((), constraint_items),
@@ -149,7 +152,8 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
     rules, _ = ctx.rules.load(tx)
     state = sealed(replace(state, invariants=len(rules.invariants)))
     tx.insert_task(task_id, objective=objective_text, state=state.as_dict(),
-                   project_id=project_id, agent_id=agent_id)
+                   project_id=project_id, agent_id=agent_id, parent_task_id=parent_task_id,
+                   owner=owner)
     save_task(tx, state, "task.start", {
         "objective": objective_text, "agent_id": agent_id, "project_id": project_id,
         "steps": list(state.plan.steps), "active": state.plan.active,
@@ -158,7 +162,7 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
         "budget": {"token_limit": state.budget.token_limit,
                    "cost_limit_usd": state.budget.cost_limit_usd},
         "flags": dict(state.flags)})
-    answer = _manifest_answer(ctx, state, "start", NO_DRIFT)
+    answer = manifest_answer(ctx, state, "start", NO_DRIFT)
     lessons = governance.project_lessons(tx, project_id)
     if lessons:
         answer["lessons"] = lessons  # what earlier agents learned on this project
@@ -232,10 +236,19 @@ def plan_update(ctx: EngineContext, tx: Tx, *, task_id: str, steps: list[str] | 
     seq = save_task(tx, new, "task.update", body)
     governance.insert_call(tx, new.task_id, seq, governance.progress_row(seq))
     _record_drift(ctx, tx, new, drift, seq)
-    answer = _manifest_answer(ctx, new, "update", drift)
+    for item in new.decisions[len(old.decisions):]:
+        memory.remember(tx, new, "decision", item.identity[:16], item.text)
+    answer = manifest_answer(ctx, new, "update", drift)
     if rejected:
         answer["rejected_rewrites"] = rejected
+    _add_compass(ctx, tx, new, answer)
     return answer
+
+
+def _add_compass(ctx: EngineContext, tx: Tx, state: TaskState, answer: dict[str, Any]) -> None:
+    guide = compass_for(ctx, tx.con, state)
+    if guide is not None:
+        answer["compass"] = guide
 
 
 def _journal_pinned(tx: Tx, task_id: str) -> tuple[list[list[str]], list[list[str]]]:
@@ -288,7 +301,8 @@ def plan_resume(ctx: EngineContext, tx: Tx, *, task_id: str) -> dict[str, Any]:
     state = sealed(replace(state, drift=drift.verdict))
     save_task(tx, state, "task.restore" if body else "task.resume",
               {**body, "integrity": integrity, "drift": drift.as_dict()})
-    answer = _manifest_answer(ctx, state, "resume", drift)
+    answer = manifest_answer(ctx, state, "resume", drift)
+    _add_compass(ctx, tx, state, answer)
     answer.update(objective=state.objective,
                   constraints=[i.text for i in state.constraints],
                   decisions=[i.text for i in state.decisions],
@@ -302,7 +316,8 @@ def plan_status(ctx: EngineContext, tx: Tx, *, task_id: str) -> dict[str, Any]:
     state = load_task(tx, check_task_id(task_id), ctx.cost_model)
     save_task(tx, state, "task.status", {})
     drift = DriftVerdict(state.drift) if state.drift != "none" else NO_DRIFT
-    answer = _manifest_answer(ctx, state, "status", drift)
+    answer = manifest_answer(ctx, state, "status", drift)
+    _add_compass(ctx, tx, state, answer)
     answer.update(pressure=pressure_of(ctx, state).as_dict(),
                   budget_detail={"state": budget_state(state.budget),
                                  "source": state.budget_source,

@@ -80,7 +80,7 @@ def stage_governance(ctx: BenchContext) -> None:
 
 STAGES: dict[str, Stage] = {"secrets": stage_secrets, "store": perf.stage_store,
                             "engine": perf.stage_engine, "payloads": perf.stage_payloads,
-                            "governance": stage_governance}
+                            "governance": stage_governance, "mcp": perf.stage_mcp}
 
 
 def write_reports(ctx: BenchContext) -> list[Path]:

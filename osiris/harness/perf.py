@@ -218,3 +218,52 @@ def stage_payloads(ctx: BenchContext) -> None:
         "the ledger-derived budget part). Unchanged parts are shared between snapshots.",
         "",
     ]))
+
+
+def stage_mcp(ctx: BenchContext) -> None:
+    """Tool-definition footprint and the stdio server's cold start to its first tools/list."""
+    import asyncio
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    from osiris.server.footprint import footprint
+
+    fp = footprint()
+    home = ctx.workdir / "mcp-home"
+    env = {**os.environ, "OSIRIS_HOME": str(home)}
+    runs = 3 if ctx.quick else 10
+    ctx.say(f"mcp: footprint, and {runs} cold starts of the stdio server")
+
+    async def cold_start() -> float:
+        started = time.perf_counter()
+        params = StdioServerParameters(command=sys.executable, args=["-m", "osiris"], env=env)
+        async with Client(params, mode="legacy") as client:
+            await client.list_tools()
+            return time.perf_counter() - started
+
+    starts = [asyncio.run(cold_start()) for _ in range(runs)]
+    ctx.add_rows("mcp_perf", [
+        {"measure": "footprint_total_tokens", "value": fp["total_tokens"], "n": 1},
+        {"measure": "footprint_pretty_tokens", "value": fp["pretty_json_total_tokens"], "n": 1},
+        {"measure": "dispatch_only_tokens", "value": fp["dispatch_only_tokens"], "n": 1},
+        {"measure": "instructions_tokens", "value": fp["instructions_tokens"], "n": 1},
+        {"measure": "stdio_cold_start_median_s", "value": median(starts), "n": runs},
+        {"measure": "stdio_cold_start_p99_s", "value": percentile(starts, 99), "n": runs}])
+    ctx.documents["FOOTPRINT.json"] = __import__("json").dumps(fp, indent=2)
+    per_tool = ", ".join(f"{t['name']} {t['tokens']}" for t in fp["tools"])
+    ctx.perf_sections.append("\n".join([
+        "## MCP server",
+        "",
+        f"- Tool definitions: **{fp['total_tokens']} cl100k tokens** for the six tools "
+        f"({per_tool}); {fp['pretty_json_total_tokens']} when a client pretty-prints the "
+        f"JSON; {fp['dispatch_only_tokens']} with OSIRIS_DISPATCH_ONLY=1. The seed measured "
+        f"{fp['seed_tokens']}.",
+        f"- Instructions (doctrine): {fp['instructions_tokens']} tokens "
+        f"({fp['instructions_chars']} characters).",
+        f"- stdio cold start to the first tools/list answer (process start, imports, "
+        f"handshake): median {ms(median(starts))} ms, p99 {ms(percentile(starts, 99))} ms "
+        f"over {runs} starts.",
+        "",
+    ]))

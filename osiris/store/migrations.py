@@ -198,4 +198,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         )""",
         "ALTER TABLE failures ADD COLUMN error_text VARCHAR",
     )),
+    Migration("0006_task_owner", (
+        # The HTTP bearer identity that created a task: with tokens in force, no other
+        # identity may use the task (stdio and in-process callers have no identity).
+        "ALTER TABLE tasks ADD COLUMN owner VARCHAR",
+    )),
+    Migration("0007_call_paths", (
+        # Full paths a call's arguments name (what a handoff's path checks look at).
+        "ALTER TABLE calls ADD COLUMN paths VARCHAR DEFAULT ''",
+    )),
 )

@@ -73,15 +73,15 @@ class Tx:
 
     def insert_task(self, task_id: str, *, objective: str, state: dict[str, Any],
                     project_id: str | None = None, agent_id: str | None = None,
-                    parent_task_id: str | None = None) -> None:
+                    parent_task_id: str | None = None, owner: str | None = None) -> None:
         """Create a task row."""
         text = canonical_json(state)
         self.con.execute(
             "INSERT INTO tasks (task_id, created_us, updated_us, objective, project_id,"
-            " agent_id, parent_task_id, status, state, state_hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)",
+            " agent_id, parent_task_id, status, state, state_hash, owner)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
             [task_id, self.now_us, self.now_us, objective, project_id, agent_id, parent_task_id,
-             text, sha256_hex(text)],
+             text, sha256_hex(text), owner],
         )
 
     def update_task(self, task_id: str, state: dict[str, Any], status: str | None = None) -> None:

@@ -1,0 +1,119 @@
+"""The six tools as the model sees them: name, description, input schema.
+
+These definitions are what every client puts in the model's prompt, every session,
+so they are written by hand: short descriptions that still teach the right use, and
+compact JSON schemas with no generated ``title`` noise. Their total size is measured
+with cl100k (``osiris footprint``) and guarded by a test (≤ 800 tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+S: dict[str, Any] = {"type": "string"}
+INT: dict[str, Any] = {"type": "integer"}
+OBJ: dict[str, Any] = {"type": "object"}
+STRS: dict[str, Any] = {"type": "array", "items": S}
+
+
+def _schema(required: list[str], **props: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One tool's model-facing definition and its honest annotations."""
+
+    key: str
+    description: str
+    schema: dict[str, Any]
+    read_only: bool
+    idempotent: bool
+    destructive: bool = False
+
+    def name(self, dotted: bool) -> str:
+        """Wire name: ``osiris_plan`` (default) or ``osiris.plan``."""
+        return f"osiris.{self.key}" if dotted else f"osiris_{self.key}"
+
+    @property
+    def title(self) -> str:
+        """The seed's dotted name."""
+        return f"osiris.{self.key}"
+
+
+TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(
+        "plan",
+        "start: objective, steps -> sealed manifest, keep it at the END of your context. "
+        "update: append constraints/decisions, active_step. resume: after a crash. status. "
+        "context: doctrine. memory: write [entries] or read {kind, scope}.",
+        _schema(["mode"],
+                mode={"enum": ["start", "update", "resume", "status", "context", "memory"]},
+                task_id=S, objective=S, steps=STRS, active_step=INT, constraints=STRS,
+                decisions=STRS, agent_id=S, project_id=S, budget=OBJ, flags=OBJ, section=S,
+                memory={}),
+        read_only=False, idempotent=False),
+    ToolDef(
+        "precheck",
+        "Call before risky or repeated actions. Verdicts: allow, warn, suggest_alternative "
+        "(e.g. recall a ref), require_approval (repeat with confirmed=true), block.",
+        _schema(["task_id", "tool"], task_id=S, tool=S, args=OBJ, path=S,
+                confirmed={"type": "boolean"}),
+        read_only=False, idempotent=False),
+    ToolDef(
+        "observe",
+        "Each turn; pass seal. result|error: big output -> ref + preview, keep only those. "
+        "file: OSIRIS reads path. dropped: ref you evicted. head|contract: system prompt / "
+        "tool list.",
+        _schema(["task_id", "kind"], task_id=S,
+                kind={"enum": ["action", "result", "error", "dropped", "head", "contract",
+                               "file"]},
+                tool=S, args=OBJ, result=S, path=S, seal=S, usage=OBJ),
+        read_only=False, idempotent=False),
+    ToolDef(
+        "recall",
+        "Expand a ref, only as needed: grep (pattern, context; (?i) ignores case), range "
+        "(start, end), head/tail (n), outline, aggregate, jsonl (where, fields). "
+        "Truncated: call with next.",
+        _schema(["ref"], ref=S,
+                op={"enum": ["grep", "range", "head", "tail", "outline", "aggregate",
+                             "jsonl"]},
+                pattern=S, start=INT, end=INT, n=INT, context=INT, fields=STRS, where={},
+                max_tokens=INT, task_id=S),
+        read_only=True, idempotent=True),
+    ToolDef(
+        "checkpoint",
+        "snapshot, report; trim|compact|clear: what may leave your context (refs + summary "
+        "to keep); restore: exact bytes back; resume.",
+        _schema(["task_id", "mode"], task_id=S,
+                mode={"enum": ["snapshot", "resume", "report", "compact", "trim", "clear",
+                               "restore"]},
+                checkpoint_id=S, item=INT, offset=INT),
+        read_only=False, idempotent=False),
+    ToolDef(
+        "handoff",
+        "Delegate: create a contract {objective, checks, budget}; accept: child task; "
+        "complete: result checked against it; status.",
+        _schema(["mode"], mode={"enum": ["create", "accept", "complete", "status"]},
+                task_id=S, handoff_id=S, contract=OBJ, result=OBJ),
+        read_only=False, idempotent=False),
+)
+
+DISPATCH = ToolDef(
+    "call",
+    "OSIRIS in one tool. op: plan, precheck, observe, recall, checkpoint, handoff; args: "
+    "that operation's arguments (plan: mode, objective; observe: task_id, kind, result; "
+    "recall: ref, op).",
+    _schema(["op", "args"], op={"enum": [t.key for t in TOOLS]}, args=OBJ),
+    read_only=False, idempotent=False)
+
+
+def model_facing(dotted: bool = False, dispatch_only: bool = False) -> list[dict[str, Any]]:
+    """What a client puts in the prompt for each listed tool."""
+    tools = (DISPATCH,) if dispatch_only else TOOLS
+    return [{"name": t.name(dotted), "description": t.description, "input_schema": t.schema}
+            for t in tools]

@@ -1,0 +1,87 @@
+"""Resources and the resume prompt: read-only views of the engine's state."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp import MCPError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import INVALID_PARAMS
+
+from osiris.errors import OsirisError
+from osiris.server.tools import EngineGate, principal_of
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1)
+
+
+def _guard(fn: Any) -> Any:
+    """Domain errors become clean JSON-RPC errors (-32602) naming what to fix."""
+    try:
+        return fn()
+    except OsirisError as exc:
+        raise MCPError(INVALID_PARAMS, f"{exc.code}: {exc}") from None
+
+
+def register_resources(server: MCPServer, gate: EngineGate) -> None:
+    """``osiris://task/{task_id}/manifest``, ``…/status``, ``osiris://ref/{ref}``,
+    ``osiris://context`` and the prompt ``osiris/task-resume``."""
+
+    @server.resource("osiris://task/{task_id}/manifest", name="task-manifest",
+                     description="Active zones, drift state, objective and manifest",
+                     mime_type="application/json")
+    def task_manifest(task_id: str, ctx: Context) -> str:
+        principal = principal_of(ctx)
+        return _json(_guard(lambda: gate.run(lambda e: e.manifest_view(task_id, principal))))
+
+    @server.resource("osiris://task/{task_id}/status", name="task-status",
+                     description="Live context pressure, budget and plan progress",
+                     mime_type="application/json")
+    def task_status(task_id: str, ctx: Context) -> str:
+        principal = principal_of(ctx)
+        return _json(_guard(lambda: gate.run(lambda e: e.status_view(task_id, principal))))
+
+    @server.resource("osiris://ref/{+ref}", name="ref",
+                     description="Raw bytes of a ref (mem://sha256:…), verified against its hash")
+    def ref_bytes(ref: str, ctx: Context) -> bytes:
+        principal = principal_of(ctx)
+        data, _ = _guard(lambda: gate.engine.ref_bytes(ref, principal))
+        return bytes(data)
+
+    @server.resource("osiris://context", name="operating-context",
+                     description="The operating context: doctrine, project registry, defaults",
+                     mime_type="application/json")
+    def operating_context() -> str:
+        return _json(gate.engine.operating_context(None))
+
+    @server.prompt(name="osiris/task-resume", title="Resume an OSIRIS task",
+                   description="Recover after a crash from the stored task state alone")
+    def task_resume(task_id: str, ctx: Context) -> str:
+        principal = principal_of(ctx)
+        view = _guard(lambda: gate.run(lambda e: e.resume_view(task_id, principal)))
+        plan = view["plan"]
+        steps = "\n".join(
+            f"{'[x]' if i in plan['completed'] else '[>]' if i == plan['active'] else '[ ]'} "
+            f"{i + 1}. {s}" for i, s in enumerate(plan["steps"])) or "(no plan)"
+        constraints = [f"- {c}" for c in view["constraints"]] or ["- (none)"]
+        decisions = [f"- {d}" for d in view["decisions"]] or ["- (none)"]
+        lines = [
+            f"You are resuming OSIRIS task {view['task_id']} after a crash or a context "
+            "reset. Everything below comes from OSIRIS's store; trust it over your memory.",
+            "", f"Objective: {view['objective']}", "",
+            "Constraints (pinned, verbatim):", *constraints, "",
+            "Decisions (pinned, verbatim; append, never rewrite):", *decisions, "",
+            "Plan:", steps, "",
+        ]
+        if view["lessons"]:
+            lines += ["Lessons learned:", *[f"- {x}" for x in view["lessons"]], ""]
+        if view["files"]:
+            lines += ["Files read (recall their refs instead of re-reading):",
+                      *[f"- {f}" for f in view["files"][:30]], ""]
+        lines += [
+            "First call osiris_plan(mode=\"resume\", task_id=\"" + view["task_id"] + "\") to "
+            "confirm the state, then keep this manifest at the END of your context and pass "
+            "its SEAL line to osiris_observe every turn:", "", view["manifest"]]
+        return "\n".join(lines)

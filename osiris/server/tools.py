@@ -1,0 +1,191 @@
+"""The six MCP tools (or ``osiris_call``): validate, call the engine, shape the answer.
+
+Each answer is a short text for the model plus ``structuredContent`` with the same
+facts. A domain error becomes an ``isError`` result whose text says what to do next;
+an unexpected error is logged and reported without internals.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jsonschema
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from osiris.engine import Engine
+from osiris.errors import InvalidInputError, OsirisError
+from osiris.server import answers
+from osiris.server.definitions import DISPATCH, TOOLS, ToolDef
+
+log = logging.getLogger(__name__)
+MAX_ARGUMENT_BYTES = 64 << 20
+
+
+class EngineGate:
+    """The engine behind a lock: MCP runs sync tools in worker threads, concurrently."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:
+        """Call ``fn(engine)`` alone."""
+        with self._lock:
+            return fn(self.engine)
+
+
+def principal_of(ctx: Context | None) -> str | None:
+    """The HTTP bearer identity of the request (None on stdio and in process)."""
+    if ctx is None:
+        return None
+    try:
+        request = ctx.request_context.request
+    except (AttributeError, LookupError, ValueError):
+        return None
+    state = getattr(request, "state", None)
+    return getattr(state, "osiris_principal", None) if state is not None else None
+
+
+def error_result(exc: Exception) -> CallToolResult:
+    """A tool error the model can act on."""
+    if isinstance(exc, OsirisError):
+        text = f"{exc.code}: {exc}"
+    else:
+        log.exception("unexpected error in an OSIRIS tool")
+        text = (f"internal_error: {type(exc).__name__}; the call had no effect that was not "
+                "journaled. Retry once; if it persists, run `osiris health`.")
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True,
+                          structured_content={"error": getattr(exc, "code", "internal_error"),
+                                              "message": text})
+
+
+def ok_result(tool: str, answer: dict[str, Any]) -> CallToolResult:
+    """Short text plus the structured answer."""
+    return CallToolResult(content=[TextContent(type="text", text=answers.text_of(tool, answer))],
+                          structured_content=answer)
+
+
+class Validators:
+    """One compiled JSON-schema validator per tool definition."""
+
+    def __init__(self, defs: tuple[ToolDef, ...]) -> None:
+        self._by_key = {d.key: jsonschema.Draft202012Validator(d.schema) for d in defs}
+        self._props = {d.key: tuple(d.schema["properties"]) for d in defs}
+
+    def properties(self, key: str) -> tuple[str, ...]:
+        """The argument names a tool accepts."""
+        return self._props[key]
+
+    def check(self, key: str, arguments: object) -> dict[str, Any]:
+        """The arguments, or InvalidInputError listing every problem."""
+        if not isinstance(arguments, dict):
+            raise InvalidInputError("arguments must be an object")
+        errors = sorted(self._by_key[key].iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}"
+                for e in errors[:5])
+            raise InvalidInputError(f"invalid arguments for osiris_{key}: {details}")
+        return arguments
+
+
+def _call_engine(gate: EngineGate, key: str, args: dict[str, Any],
+                 principal: str | None) -> dict[str, Any]:
+    """Route validated arguments to the engine operation ``key``."""
+    size = len(json.dumps(args, default=str))
+    if size > MAX_ARGUMENT_BYTES:
+        raise InvalidInputError(f"arguments are {size:,} bytes; the limit is "
+                                f"{MAX_ARGUMENT_BYTES:,}")
+    a = {k: v for k, v in args.items() if v is not None}
+    if key == "plan":
+        return gate.run(lambda e: e.plan(principal=principal, **a))
+    if key == "precheck":
+        return gate.run(lambda e: e.precheck(a.pop("task_id"), a.pop("tool"),
+                                             principal=principal, **a))
+    if key == "observe":
+        return gate.run(lambda e: e.observe(a.pop("task_id"), a.pop("kind"),
+                                            principal=principal, **a))
+    if key == "recall":
+        return gate.run(lambda e: e.recall(a.pop("ref"), a.pop("op", "head"),
+                                           principal=principal, **a))
+    if key == "checkpoint":
+        return gate.run(lambda e: e.checkpoint(a.pop("task_id"), a.pop("mode"),
+                                               principal=principal, **a))
+    return gate.run(lambda e: e.handoff(a.pop("mode"), principal=principal, **a))
+
+
+def _make_tool(defn: ToolDef, gate: EngineGate, validators: Validators, dotted: bool) -> Tool:
+    props = list(defn.schema["properties"])
+
+    def handler(ctx: Context, **kwargs: Any) -> CallToolResult:
+        try:
+            args = validators.check(defn.key, {k: v for k, v in kwargs.items()
+                                               if v is not None})
+            if defn.key == "call":
+                target = args["op"]
+                inner = validators.check(target, args["args"])
+                return ok_result(target, _call_engine(gate, target, inner, principal_of(ctx)))
+            return ok_result(defn.key, _call_engine(gate, defn.key, args, principal_of(ctx)))
+        except Exception as exc:  # every failure becomes an isError result, never a crash
+            return error_result(exc)
+
+    def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
+        return handler(ctx, **kwargs)
+
+    # MCPServer derives the call signature from the function: give it one keyword per
+    # schema property, typed Any, because the hand-written schema is what validates.
+    tool_fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
+        + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
+           for p in props],
+        return_annotation=CallToolResult)
+    tool = Tool.from_function(
+        tool_fn, name=defn.name(dotted), title=defn.title,
+        description=defn.description,
+        annotations=ToolAnnotations(read_only_hint=defn.read_only,
+                                    destructive_hint=defn.destructive,
+                                    idempotent_hint=defn.idempotent, open_world_hint=False))
+    tool.parameters = defn.schema
+    return tool
+
+
+def argument_guard(defs: tuple[ToolDef, ...], dotted: bool) -> Any:
+    """Middleware: the whole raw arguments of a tools/call are checked against the
+    hand-written schema before the SDK drops keys it does not know (a misspelt
+    ``objectve`` must be an error, not silently ignored)."""
+    validators = Validators(defs)
+    by_name = {d.name(dotted): d.key for d in defs}
+
+    async def guard(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
+            key = by_name.get(str(ctx.params.get("name")))
+            if key is not None:
+                arguments = ctx.params.get("arguments") or {}
+                try:
+                    validators.check(key, arguments)
+                    allowed = set(validators.properties(key))
+                    extra = sorted(set(arguments) - allowed) if isinstance(arguments, dict) \
+                        else []
+                    if extra:
+                        raise InvalidInputError(
+                            f"unknown argument(s) {extra} for {ctx.params.get('name')}; "
+                            f"accepted: {', '.join(sorted(allowed))}")
+                except InvalidInputError as exc:
+                    return error_result(exc)
+        return await call_next(ctx)
+
+    return guard
+
+
+def build_tools(gate: EngineGate, *, dotted: bool, dispatch_only: bool) -> list[Tool]:
+    """The six tools (or the single dispatch tool)."""
+    validators = Validators((*TOOLS, DISPATCH))
+    return [_make_tool(defn, gate, validators, dotted)
+            for defn in ((DISPATCH,) if dispatch_only else TOOLS)]

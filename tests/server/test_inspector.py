@@ -1,0 +1,71 @@
+"""The MCP Inspector CLI (a real third-party client) against OSIRIS, stdio and HTTP.
+
+It needs Node 22, installed from npm by ``.ci/install-node-tools`` (run by ``nox -s
+tests`` when npm is present, and always by ``.ci/run``). Without it the tests skip,
+unless TEST_REQUIRE_NODE_TOOLS=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.server.transports import http_server, osiris_env
+
+
+def _inspector() -> Path:
+    found = os.environ.get("TEST_MCP_INSPECTOR") or shutil.which("mcp-inspector")
+    default = REPO / ".tools" / "node" / "node_modules" / ".bin" / "mcp-inspector"
+    if not found and default.exists():
+        found = str(default)
+    if not found:
+        message = "MCP Inspector not installed: run .ci/install-node-tools"
+        if os.environ.get("TEST_REQUIRE_NODE_TOOLS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return Path(found)
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    inspector = _inspector()
+    env = {**env, "PATH": f"{inspector.parent}{os.pathsep}{Path(sys.executable).parent}"
+                          f"{os.pathsep}{env.get('PATH', '')}"}
+    return subprocess.run([str(inspector), "--cli", *args], env=env, capture_output=True,
+                          text=True, timeout=180, check=False)
+
+
+def test_inspector_over_stdio(osiris_home: Path) -> None:
+    env = osiris_env()
+    server = [sys.executable, "-m", "osiris"]
+    listed = _run([*server, "--method", "tools/list"], env)
+    assert listed.returncode == 0, listed.stderr
+    names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
+    assert names == ["osiris_plan", "osiris_precheck", "osiris_observe", "osiris_recall",
+                     "osiris_checkpoint", "osiris_handoff"]
+    called = _run([*server, "--method", "tools/call", "--tool-name", "osiris_plan",
+                   "--tool-arg", "mode=start", "--tool-arg", "objective=inspector"], env)
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)
+    assert result["structuredContent"]["manifest"].startswith("OSIRIS/1 task=")
+    failed = _run([*server, "--method", "tools/call", "--tool-name", "osiris_plan",
+                   "--tool-arg", "mode=status", "--tool-arg", "task_id=t_nope"], env)
+    assert failed.returncode == 5  # the Inspector's exit code for a tool error
+
+
+def test_inspector_over_http(osiris_home: Path) -> None:
+    env = osiris_env()
+    with http_server(env) as (url, _):
+        listed = _run([url, "--transport", "http", "--method", "tools/list"], env)
+        assert listed.returncode == 0, listed.stderr
+        assert len(json.loads(listed.stdout)["tools"]) == 6
+        called = _run([url, "--transport", "http", "--method", "tools/call", "--tool-name",
+                       "osiris_plan", "--tool-arg", "mode=context"], env)
+        assert called.returncode == 0, called.stderr
+        assert "doctrine" in json.loads(called.stdout)["structuredContent"]
