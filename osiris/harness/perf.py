@@ -223,7 +223,6 @@ def stage_payloads(ctx: BenchContext) -> None:
 def stage_mcp(ctx: BenchContext) -> None:
     """Tool-definition footprint and the stdio server's cold start to its first tools/list."""
     import asyncio
-    import os
     import sys
 
     from mcp import Client, StdioServerParameters
@@ -232,7 +231,7 @@ def stage_mcp(ctx: BenchContext) -> None:
 
     fp = footprint()
     home = ctx.workdir / "mcp-home"
-    env = {**os.environ, "OSIRIS_HOME": str(home)}
+    env = {"OSIRIS_HOME": str(home)}  # merged over the SDK's safe default environment
     runs = 3 if ctx.quick else 10
     ctx.say(f"mcp: footprint, and {runs} cold starts of the stdio server")
 
