@@ -15,6 +15,8 @@ nox.options.sessions = ["tests", "lint"]
 def tests(session: nox.Session) -> None:
     """The whole test suite (Node-based clients are installed when npm is present)."""
     session.install("-e", ".[test,analysis]")
+    # One peer (contextweaver, PyPI) in its own venv: the peer end-to-end test.
+    session.run("bash", ".ci/install-peers", "cw", external=True)
     if shutil.which("npm"):
         session.run("bash", ".ci/install-node-tools", external=True)
         bin_dir = Path(".tools/node/node_modules/.bin").resolve()
@@ -34,4 +36,18 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The benchmark: regenerates reports/ (pass --quick for a small subset)."""
     session.install("-e", ".[analysis]")
+    # The peers: PyPI ones always; context-mode (npm) when npm is there. A peer that
+    # does not install is reported in BENCHMARK.md with its error, not silently left out.
+    kinds = ["python", "node"] if shutil.which("npm") else ["python"]
+    session.run("bash", ".ci/install-peers", *kinds, external=True, success_codes=[0, 1])
     session.run("python", "bench/run_bench.py", *session.posargs)
+
+
+@nox.session
+def notebooks(session: nox.Session) -> None:
+    """Execute every notebook on the committed reports (they fail if the tables drift)."""
+    session.install("-e", ".[analysis]")
+    session.run("python", "-c",
+                "from pathlib import Path; from osiris.harness.notebooks import execute, "
+                "NOTEBOOKS; [print('ok', n, execute(Path('notebooks') / n, {}) and '') "
+                "for n in NOTEBOOKS]")

@@ -69,6 +69,48 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
+    """Replay the user's own agent sessions: a table, ``--json``, and Parquet."""
+    from pathlib import Path
+
+    from osiris.harness import sessions
+
+    if args.schema:
+        _print_json(sessions.schema())
+        return EXIT_OK
+    if not args.paths:
+        sys.stderr.write("osiris: replay needs at least one PATH (a transcript file, a "
+                         "directory of them, or a glob)\n")
+        return EXIT_USAGE
+    parquet = Path(args.parquet) if args.parquet else None
+    if parquet is not None:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            sys.stderr.write("osiris: --parquet needs pyarrow: pip install "
+                             "'mcp-osiris[analysis]'\n")
+            return EXIT_USAGE
+    inputs = sessions.collect(args.paths)
+    if not inputs.files:
+        sys.stderr.write("osiris: no transcript found in " + ", ".join(inputs.unmatched)
+                         + " (give files, directories or globs that exist)\n")
+        return EXIT_USAGE
+    progress = sessions.Progress(len(inputs.files), enabled=not args.quiet)
+    run = sessions.replay_sessions(inputs, progress=progress)
+    if parquet is not None:
+        for path in sessions.write_parquet(run, parquet):
+            sys.stderr.write(f"osiris: wrote {path}\n")
+    if args.json:
+        _print_json(run.as_dict())
+    else:
+        sys.stdout.write(sessions.table(run))
+    if not run.sessions:
+        sys.stderr.write(f"osiris: none of the {len(inputs.files)} files could be replayed "
+                         "(see skipped)\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     """Run the MCP server on stdio (default) or Streamable HTTP."""
     from dataclasses import replace
@@ -119,6 +161,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", help="report directory (default: REPO/reports)")
     bench.add_argument("--stage", action="append", help="run only this stage (repeatable)")
     bench.set_defaults(func=cmd_bench)
+    replay = sub.add_parser(
+        "replay", help="what OSIRIS would have saved on your own agent sessions",
+        description="Replay agent transcripts (Claude Code stream-json or session files "
+        "under ~/.claude/projects, Codex CLI exec --json or rollout files under "
+        "~/.codex/sessions, mini-swe-agent, SWE-agent) through raw, client-native, the "
+        "oracle and OSIRIS. Prints a table (or --json); --parquet writes sessions, steps "
+        "and loopguard tables for notebooks/05_replay.ipynb.")
+    replay.add_argument("paths", nargs="*", metavar="PATH",
+                        help="transcript files, directories (searched recursively) or globs")
+    replay.add_argument("--json", action="store_true", help="print the JSON document")
+    replay.add_argument("--parquet", metavar="DIR", help="also write Parquet tables to DIR")
+    replay.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    replay.add_argument("--schema", action="store_true",
+                        help="print the JSON schema of --json and exit")
+    replay.set_defaults(func=cmd_replay)
     return parser
 
 

@@ -14,7 +14,7 @@ are shortened (by tokens, with an ellipsis) so that the block never exceeds
 from __future__ import annotations
 
 from osiris.core.budget import budget_state
-from osiris.core.prefix import compute_zones
+from osiris.core.prefix import SEAL_HEX, compute_zones
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter
 
@@ -72,6 +72,7 @@ def seal_of_manifest(manifest: str) -> str | None:
     """The SEAL written in a manifest (or a bare ``sha256:…`` / hex string)."""
     for raw in manifest.strip().splitlines()[::-1]:
         candidate = raw.strip().removeprefix("SEAL=").removeprefix("sha256:")
-        if len(candidate) == 64 and all(c in "0123456789abcdef" for c in candidate):
-            return candidate
+        if SEAL_HEX <= len(candidate) <= 64 and all(c in "0123456789abcdef"
+                                                    for c in candidate):
+            return candidate[:SEAL_HEX]
     return None

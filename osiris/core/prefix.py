@@ -22,6 +22,7 @@ from osiris.core.task_state import PinnedItem, SealRecord, TaskState
 from osiris.core.tokens import TokenCounter
 
 SEP = "\u2016"  # ‖, the seed's concatenation sign
+SEAL_HEX = 24
 SEVERITY = {"none": 0, "normal_growth": 1, "minor": 2, "semantic_break": 3, "critical": 4}
 
 
@@ -37,8 +38,13 @@ class ZoneHashes:
 
     @property
     def seal(self) -> str:
-        """Digest of the stable zone (head, zone B and tail): what the agent carries."""
-        return sha256_hex(f"OSIRIS/1{SEP}{self.zone_a}{SEP}{self.zone_b}")
+        """Digest of the stable zone (head, zone B and tail): what the agent carries.
+
+        The first 96 bits of the SHA-256, in hex: enough to detect any drift (a chance
+        collision is 1 in 2^96) at half the tokens of the full digest, which the agent
+        pays on every turn it carries the manifest.
+        """
+        return sha256_hex(f"OSIRIS/1{SEP}{self.zone_a}{SEP}{self.zone_b}")[:SEAL_HEX]
 
 
 def _h(*parts: str) -> str:

@@ -198,6 +198,37 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
 
 
+MAX_WINDOWS = 3
+
+
+def _clip_around(text: str, columns: list[int]) -> str:
+    """A long line cut to windows that show its matches (at most three, at ``columns``)."""
+    if len(text) <= MAX_LINE_CHARS:
+        return text
+    width = MAX_LINE_CHARS // min(len(columns), MAX_WINDOWS)
+    windows: list[tuple[int, int]] = []
+    for column in columns[:MAX_WINDOWS]:
+        begin = min(max(column - width // 3, 0), len(text) - width)
+        if windows and begin <= windows[-1][1]:  # overlapping windows merge
+            windows[-1] = (windows[-1][0], max(windows[-1][1], begin + width))
+        else:
+            windows.append((begin, begin + width))
+    pieces = [text[b:e] for b, e in windows]
+    return (("…" if windows[0][0] else "") + "…".join(pieces)
+            + ("…" if windows[-1][1] < len(text) else ""))
+
+
+def _match_columns(regex: Any, lines: _Lines, line: int) -> list[int]:
+    """Character columns of the first matches on one line (only long lines need them)."""
+    begin, end = lines.starts[line - 1], lines.starts[line] - 1
+    if end - begin <= MAX_LINE_CHARS:
+        return [0]
+    columns = []
+    for match in itertools.islice(regex.finditer(lines.buf, begin, end), MAX_WINDOWS):
+        columns.append(len(lines.buf[begin:match.start()].decode("utf-8", "replace")))
+    return columns or [0]
+
+
 def _continue_note(line: int, reason: str) -> str:
     return f"… truncated at line {line} ({reason}); continue with start={line}"
 
@@ -210,7 +241,8 @@ def grep(data: bytes | str, pattern: str, *, counter: TokenCounter, max_tokens: 
     """Lines matching an RE2 ``pattern``, numbered like ``grep -n -C context``.
 
     At most ``n`` matching lines, scanning from line ``start``; lines longer than
-    400 characters are cut. An answer is exactly the full ``grep`` output from line
+    400 characters are cut (a matching line around its matches). An answer is exactly the
+    full ``grep`` output from line
     ``start`` on (including the after-context of a match just before it), so following
     ``next`` yields every line of the full answer once.
     """
@@ -220,9 +252,11 @@ def grep(data: bytes | str, pattern: str, *, counter: TokenCounter, max_tokens: 
     max_tokens = _check_int("max_tokens", max_tokens, MIN_MAX_TOKENS)
     lines = _Lines.of(data)
     start = _check_start(start, lines.total)
-    found = [line for line, _ in itertools.islice(
-        _first_match_per_line(regex, lines, start), n + 1)]
+    matches = list(itertools.islice(_first_match_per_line(regex, lines, start), n + 1))
+    found = [line for line, _ in matches]
     shown, more = set(found[:n]), len(found) > n
+    # Where the matches sit in each matching line: a long line is cut around them.
+    columns = {line: _match_columns(regex, lines, line) for line, _ in matches[:n]}
     # With more matches to come, after-context stops short of the next one, which the
     # continuation shows as a match.
     stop = found[n] - 1 if more else lines.total
@@ -243,7 +277,9 @@ def grep(data: bytes | str, pattern: str, *, counter: TokenCounter, max_tokens: 
             rows.append("--")
             row_lines.append(None)
         for i in range(lo, hi + 1):
-            rows.append(f"{i}{':' if i in shown else '-'}{_clip(lines.text(i))}")
+            text = _clip_around(lines.text(i), columns[i]) if i in shown \
+                else _clip(lines.text(i))
+            rows.append(f"{i}{':' if i in shown else '-'}{text}")
             row_lines.append(i)
         shown_to = hi
 

@@ -165,6 +165,9 @@ class TaskState:
     """``estimate`` until the agent reports provider usage, then ``provider``."""
     pending_approvals: tuple[str, ...] = ()
     """Actions precheck asked to confirm (their keys), until confirmed."""
+    manifest_shown: bool = False
+    """Whether the agent has been given the manifest (a task a client hook created gets
+    it with the first payload OSIRIS externalizes, not before)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (persisted in ``tasks.state``)."""
@@ -196,6 +199,7 @@ class TaskState:
             declared_tokens=data.get("declared_tokens"),
             budget_source=data.get("budget_source", "estimate"),
             pending_approvals=tuple(data.get("pending_approvals", ())),
+            manifest_shown=bool(data.get("manifest_shown", False)),
         )
 
     def state_hash(self) -> str:

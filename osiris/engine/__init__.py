@@ -9,12 +9,13 @@ records as the caller (the principal, an agent id, or ``agent``).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from osiris.config import Settings
 from osiris.core.budget import budget_state
-from osiris.core.cost_models import default_cost_models
+from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.hashing import digest_of_ref
 from osiris.core.manifest import render_manifest
 from osiris.core.operating_context import context_view, resolve_project
@@ -45,17 +46,19 @@ class Engine:
 
     def __init__(self, settings: Settings, *, store: Store | None = None,
                  counter: TokenCounter | None = None, clock: Clock | None = None,
-                 exclusive: bool = False, cost_model: str | None = None,
-                 fixed_mode: str | None = None) -> None:
+                 exclusive: bool = False, cost_model: str | CostModel | None = None,
+                 fixed_mode: str | None = None,
+                 task_ids: Callable[[], str] | None = None) -> None:
         self.settings = settings
         #: Force one engagement mode for every payload (the benchmark's osiris-fixed).
         self.fixed_mode = fixed_mode
         self.store = store or Store(settings, exclusive=exclusive, clock=clock)
         self.ctx = EngineContext(
             settings=settings, store=self.store, counter=counter or default_counter(),
-            cost_model=default_cost_models().get(cost_model or settings.cost_model),
+            cost_model=(cost_model if isinstance(cost_model, CostModel)
+                        else default_cost_models().get(cost_model or settings.cost_model)),
             rules=RulesLoader(settings.roots),
-            operating=OperatingContextLoader(settings.sidecar_path))
+            operating=OperatingContextLoader(settings.sidecar_path), task_ids=task_ids)
 
     def close(self) -> None:
         """Release the store."""
@@ -75,7 +78,7 @@ class Engine:
              decisions: list[Any] | None = None, agent_id: str | None = None,
              project_id: str | None = None, budget: dict[str, Any] | None = None,
              flags: dict[str, bool] | None = None, section: str | None = None,
-             memory: Any = None, actor: str | None = None,
+             memory: Any = None, announce: bool = True, actor: str | None = None,
              principal: str | None = None) -> dict[str, Any]:
         """Start, update, resume or report on a task; returns the sealed manifest."""
         if mode not in PLAN_MODES:
@@ -91,7 +94,7 @@ class Engine:
                     self.ctx, tx, objective=objective, steps=steps, active_step=active_step,
                     constraints=constraints, decisions=decisions, agent_id=agent_id,
                     project_id=resolution.project_id, budget=budget, flags=flags,
-                    owner=principal)
+                    owner=principal, announce=announce)
                 answer.update(resolution.facts())
             else:
                 task = check_task_id(task_id)

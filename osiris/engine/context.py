@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,9 +39,13 @@ class EngineContext:
     cost_model: CostModel
     rules: RulesLoader
     operating: OperatingContextLoader
+    task_ids: Callable[[], str] | None = None
+    """Replaces random task ids (the benchmark's, for identical figures across runs)."""
 
     def new_task_id(self) -> str:
-        """An unguessable task id (96 random bits)."""
+        """An unguessable task id (96 random bits), unless ``task_ids`` supplies one."""
+        if self.task_ids is not None:
+            return self.task_ids()
         return TASK_ID_PREFIX + secrets.token_hex(12)
 
 

@@ -35,7 +35,7 @@ def check_seal(ctx: EngineContext, state: TaskState, seal: object) -> DriftVerdi
         raise InvalidInputError("seal must be the SEAL line of your manifest")
     digest = seal_of_manifest(seal)
     if digest is None:
-        raise InvalidInputError("seal must look like 'SEAL=sha256:<64 hex>' (copy it from "
+        raise InvalidInputError("seal must look like 'SEAL=sha256:<24 hex>' (copy it from "
                                 "the last line of your manifest)")
     current = compute_zones(state)
     if digest == current.seal:
@@ -199,6 +199,12 @@ def observe(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: st
     applied = apply_usage(ctx, new, usage) if usage is not None else None
     if applied is not None:
         new = applied[0]
+    # A task a client hook started has not shown its manifest yet: it comes with the
+    # first payload OSIRIS takes out of the context (until then OSIRIS costs nothing).
+    introduce = not new.manifest_shown and outcome.facts.get("mode") in ("light", "standard",
+                                                                          "full")
+    if introduce:
+        new = replace(new, manifest_shown=True)
     seq = save_task(tx, new, f"observe.{kind}", {
         "tool": tool, "seal_checked": seal is not None, "drift": drift.as_dict(),
         **_journal_facts(outcome.facts), "usage_reported": applied is not None})
@@ -217,7 +223,8 @@ def observe(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: st
         if advice is not None:
             answer["prune"] = advice
     answer["drift"] = drift.as_dict()
-    if drift.verdict != "none" or compute_zones(new).seal != compute_zones(state).seal:
+    if introduce or drift.verdict != "none" or \
+            compute_zones(new).seal != compute_zones(state).seal:
         answer["manifest"] = render_manifest(new, ctx.counter)
         answer["seal"] = compute_zones(new).seal
     answer["budget"] = budget_policy.budget_state(new.budget)

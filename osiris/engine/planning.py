@@ -131,8 +131,9 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
                active_step: int | None, constraints: object, decisions: object,
                agent_id: str | None, project_id: str | None, budget: object,
                flags: object = None, owner: str | None = None,
-               parent_task_id: str | None = None) -> dict[str, Any]:
-    """Create a task and return its first manifest."""
+               parent_task_id: str | None = None, announce: bool = True) -> dict[str, Any]:
+    """Create a task and return its first manifest (``announce=False``: the caller, a
+    client hook, does not show it; the agent gets it when OSIRIS first engages)."""
     objective_text = ts.validate_objective(objective)
     constraint_items = ts.validate_items(constraints, "constraints")
     decision_items = ts.validate_items(decisions, "decisions")
@@ -150,7 +151,7 @@ def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str
     )
     state = _apply_flags(state, flags)
     rules, _ = ctx.rules.load(tx)
-    state = sealed(replace(state, invariants=len(rules.invariants)))
+    state = sealed(replace(state, invariants=len(rules.invariants), manifest_shown=announce))
     tx.insert_task(task_id, objective=objective_text, state=state.as_dict(),
                    project_id=project_id, agent_id=agent_id, parent_task_id=parent_task_id,
                    owner=owner)
@@ -216,7 +217,7 @@ def plan_update(ctx: EngineContext, tx: Tx, *, task_id: str, steps: list[str] | 
                 rejected.append({"collection": name, "index": request["index"],
                                  "pinned_text": items[request["index"]].text})
     drift = drift_between(ctx, old, new, "rewrite" if rejected else None)
-    new = sealed(replace(new, drift=shown_drift(old.drift, drift)))
+    new = sealed(replace(new, drift=shown_drift(old.drift, drift), manifest_shown=True))
     body: dict[str, Any] = {"drift": drift.as_dict()}
     if len(new.constraints) > len(old.constraints):
         body["constraints_appended"] = [[i.text, i.identity]
@@ -298,7 +299,7 @@ def plan_resume(ctx: EngineContext, tx: Tx, *, task_id: str) -> dict[str, Any]:
                                "restored verbatim from the journal")
         body.update(restored_constraints=j_constraints, restored_decisions=j_decisions)
         integrity["pinned_restored"] = True
-    state = sealed(replace(state, drift=drift.verdict))
+    state = sealed(replace(state, drift=drift.verdict, manifest_shown=True))
     save_task(tx, state, "task.restore" if body else "task.resume",
               {**body, "integrity": integrity, "drift": drift.as_dict()})
     answer = manifest_answer(ctx, state, "resume", drift)
@@ -313,7 +314,7 @@ def plan_resume(ctx: EngineContext, tx: Tx, *, task_id: str) -> dict[str, Any]:
 
 def plan_status(ctx: EngineContext, tx: Tx, *, task_id: str) -> dict[str, Any]:
     """Manifest, pressure breakdown, budget and plan progress (journaled as a read)."""
-    state = load_task(tx, check_task_id(task_id), ctx.cost_model)
+    state = replace(load_task(tx, check_task_id(task_id), ctx.cost_model), manifest_shown=True)
     save_task(tx, state, "task.status", {})
     drift = DriftVerdict(state.drift) if state.drift != "none" else NO_DRIFT
     answer = manifest_answer(ctx, state, "status", drift)

@@ -12,7 +12,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +34,7 @@ class BenchContext:
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     perf_sections: list[str] = field(default_factory=list)
     documents: dict[str, str] = field(default_factory=dict)
+    plot_jobs: list[Callable[[Path], list[Path]]] = field(default_factory=list)
 
     def say(self, message: str) -> None:
         """Progress line on stderr."""
@@ -62,6 +63,46 @@ def stage_secrets(ctx: BenchContext) -> None:
             f"{summary['mb_per_s']:.1f} MB/s")
 
 
+def stage_benchmark(ctx: BenchContext) -> None:
+    """The sweep, the real traces and the break-even sweep through every system; renders
+    reports/BENCHMARK.md and its plots."""
+    from osiris.harness import benchmark, peers, report
+    from osiris.harness.replay import System
+    from osiris.server.footprint import footprint
+
+    traces = ctx.repo / "datasets" / "traces"
+    statuses: dict[str, dict[str, Any]] = {}
+
+    def with_peers(tag: str) -> Sequence[System]:
+        ready, missing = peers.build_peers(ctx.repo, ctx.workdir / f"peers-{tag}")
+        for row in peers.status_rows(ready, missing):
+            # A peer counts as measured only if it ran in every workload.
+            if statuses.get(row["peer"], {}).get("status") != "unavailable":
+                statuses[row["peer"]] = row
+        for m in missing:
+            ctx.say(f"peer {m.name} not measured ({tag}): {m.error}")
+        return ready
+
+    sizes = (200, 2_000) if ctx.quick else None
+    rows = benchmark.sweep_rows(traces, ctx.workdir, sizes=sizes, progress=ctx.say,
+                                extra=with_peers)
+    only = ("swe-agent__test-repo", "django__django") if ctx.quick else ()
+    rows += benchmark.trace_rows(traces, ctx.workdir, only=only, progress=ctx.say,
+                                 extra=with_peers)
+    rows += benchmark.break_even_rows(
+        traces, ctx.workdir, sizes=(100, 400) if ctx.quick else benchmark.BREAK_EVEN_SIZES,
+        progress=ctx.say)
+    even = benchmark.break_even_summary(rows)
+    ctx.add_rows("results", rows)
+    peer_rows = [statuses[name] for name in peers.PEER_NAMES if name in statuses]
+    if peer_rows:
+        ctx.add_rows("peers", peer_rows)
+    fp = footprint()
+    meta = {**ctx.meta.as_row(), "cost_model_version": rows[0]["cost_model_version"]}
+    ctx.documents["BENCHMARK.md"] = report.render(rows, fp, even, meta, peers=peer_rows)
+    ctx.plot_jobs.append(lambda out: report.plots(rows, out))
+
+
 def stage_governance(ctx: BenchContext) -> None:
     """Replay the real sessions through precheck + observe: what LoopGuard flags."""
     traces = ctx.repo / "datasets" / "traces"
@@ -78,7 +119,8 @@ def stage_governance(ctx: BenchContext) -> None:
     ctx.say(f"governance: {len(rows)} flags in {sum(r.calls for r in results)} calls")
 
 
-STAGES: dict[str, Stage] = {"secrets": stage_secrets, "store": perf.stage_store,
+STAGES: dict[str, Stage] = {"benchmark": stage_benchmark, "secrets": stage_secrets,
+                            "store": perf.stage_store,
                             "engine": perf.stage_engine, "payloads": perf.stage_payloads,
                             "governance": stage_governance, "mcp": perf.stage_mcp}
 
@@ -106,7 +148,31 @@ def write_reports(ctx: BenchContext) -> list[Path]:
         path = ctx.out / name
         path.write_text(text if text.endswith("\n") else text + "\n", "utf-8")
         written.append(path)
+    for job in ctx.plot_jobs:
+        written += job(ctx.out)
+    _append_to_duckdb(ctx, data)
     return written
+
+
+def _append_to_duckdb(ctx: BenchContext, data: Path) -> None:
+    """Every run's rows also go to reports/data/bench.duckdb (one table per kind)."""
+    import duckdb
+    import polars as pl
+
+    con = duckdb.connect(str(data / "bench.duckdb"))
+    try:
+        for name, rows in ctx.tables.items():
+            frame = pl.DataFrame(rows, infer_schema_length=None)  # noqa: F841 (read by SQL)
+            exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE"
+                                 " table_name = ?", [name]).fetchone()
+            if exists and exists[0]:
+                con.execute(f'INSERT INTO "{name}" BY NAME SELECT * FROM frame')  # noqa: S608
+            else:
+                con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM frame')  # noqa: S608
+    except duckdb.Error as exc:
+        ctx.say(f"bench.duckdb not updated ({exc}); the Parquet files are complete")
+    finally:
+        con.close()
 
 
 def run(repo: Path, out: Path, *, quick: bool = False, stages: list[str] | None = None,

@@ -8,7 +8,6 @@ each flag: a real loop, or a false alarm.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from osiris.config import Settings
 from osiris.engine import Engine
+from osiris.harness.osiris_system import loopguard_flag
 from osiris.harness.traces import Trace, find_traces, load_trace
 
 
@@ -31,13 +31,6 @@ class ReplayFlags:
     flags: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _short(args: dict[str, Any]) -> str:
-    text = args.get("command") or args.get("file_path") or args.get("pattern") or \
-        json.dumps(args, ensure_ascii=False)
-    text = " ".join(str(text).split())
-    return text[:90] + ("…" if len(text) > 90 else "")
-
-
 def replay_trace(engine: Engine, trace: Trace, name: str) -> ReplayFlags:
     """Precheck then observe every call of ``trace`` in a fresh task."""
     task_id = engine.plan("start", objective=f"replay {name}")["task_id"]
@@ -45,13 +38,9 @@ def replay_trace(engine: Engine, trace: Trace, name: str) -> ReplayFlags:
     for step in trace.steps:
         verdict = engine.precheck(task_id, step.tool, args=step.args)
         out.verdicts[verdict["verdict"]] += 1
-        if verdict["verdict"] != "allow" or any(r.startswith("loopguard") for r in
-                                                verdict["reasons"]):
-            out.flags.append({"step": step.i, "tool": step.tool, "call": _short(step.args),
-                              "verdict": verdict["verdict"],
-                              "patterns": sorted({r.split(":")[1] for r in verdict["reasons"]
-                                                  if r.startswith("loopguard")}),
-                              "reason": verdict["reasons"][0] if verdict["reasons"] else ""})
+        flag = loopguard_flag(step.i, step.tool, step.args, verdict)
+        if flag is not None:
+            out.flags.append(flag)
         engine.observe(task_id, "error" if step.is_error else "result", tool=step.tool,
                        args=step.args, result=step.output or "(no output)")
     return out

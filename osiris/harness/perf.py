@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from osiris.config import Settings
 from osiris.harness.stats import median, ms, percentile
 from osiris.harness.store_load import run_load
+from osiris.store.db import fetch_row
 from osiris.store.state import Store
 
 if TYPE_CHECKING:
@@ -108,10 +109,48 @@ def stage_engine(ctx: BenchContext) -> None:
             ("observe.head", partial(engine.observe, tid, "head", result=head)),
             ("observe.seal+usage", partial(engine.observe, tid, "action", seal=start["seal"],
                                            usage=usage)),
+            ("observe.result 4k", partial(engine.observe, tid, "result", tool="Bash",
+                                          args={"i": i}, result=f"run {i}\n" + head * 4)),
+            ("precheck", partial(engine.precheck, tid, "Bash",
+                                 args={"command": "git commit -m x"})),
+            ("checkpoint.snapshot", partial(engine.checkpoint, tid, "snapshot")),
         ]
         for name, op in ops:
+            dt, answer = _timed(op)
+            timings.setdefault(name, []).append(dt)
+            if name == "observe.result 4k":
+                ref = answer["ref"]
+        for name, op in [("recall.grep", partial(engine.recall, ref, "grep", pattern="rules",
+                                                 n=5, task_id=tid)),
+                         ("recall.outline", partial(engine.recall, ref, "head", n=10,
+                                                    task_id=tid))]:
             timings.setdefault(name, []).append(_timed(op)[0])
+        if i == 0:
+            parent = tid
+            created = engine.handoff("create", task_id=parent,
+                                     contract={"objective": "child", "checks": {
+                                         "required_fields": ["summary"]}})
+        timings.setdefault("handoff.status", []).append(
+            _timed(partial(engine.handoff, "status", handoff_id=created["handoff_id"]))[0])
     engine.close()
+    # Sustained observe throughput and database growth, in a fresh home.
+    sustained_n = 60 if ctx.quick else 400
+    fresh = Engine(Settings(home=ctx.workdir / "growth-home"))
+    task = fresh.plan("start", objective="growth")["task_id"]
+    with fresh.store.read() as con:
+        events_before = fetch_row(con, "SELECT count(*) FROM events")[0]
+    used_before, file_before = _db_bytes(fresh.store.db)
+    began = time.perf_counter()
+    for k in range(sustained_n):
+        fresh.observe(task, "result", tool="Bash", args={"k": k}, result=f"ok {k}\n" * 20)
+    rate = sustained_n / (time.perf_counter() - began)
+    with fresh.store.read() as con:
+        events_after = fetch_row(con, "SELECT count(*) FROM events")[0]
+    used_after, file_after = _db_bytes(fresh.store.db)
+    per_k = 1000 / max(events_after - events_before, 1)
+    growth = (used_after - used_before) * per_k
+    file_growth = (file_after - file_before) * per_k
+    fresh.close()
     rows: list[dict[str, Any]] = [
         {"operation": name, "n": len(values), "median_s": median(values),
          "p99_s": percentile(values, 99)} for name, values in timings.items()]
@@ -130,9 +169,38 @@ def stage_engine(ctx: BenchContext) -> None:
         f"Manifest size: median {median(manifest_tokens):.0f} cl100k tokens "
         f"(max {max(manifest_tokens)}; the ceiling is 160).",
         "",
+        f"Sustained: {rate:.1f} observe calls per second in one process ({sustained_n} "
+        f"small results in a row). Database growth per 1,000 journal events: "
+        f"{growth / 1024:,.0f} KiB of used blocks, {file_growth / 1024:,.0f} KiB of file "
+        f"(DuckDB allocates 256 KiB blocks and reuses freed ones, so the file grows in steps "
+        f"and faster at first). "
+        f"Resident memory of the benchmark process so far: {_rss_mib():,.0f} MiB (peak).",
+        "",
     ]))
+    ctx.add_rows("engine_throughput", [{"observe_per_s": rate, "n": sustained_n,
+                                        "db_bytes_per_1000_events": growth,
+                                        "db_file_bytes_per_1000_events": file_growth,
+                                        "peak_rss_mib": _rss_mib()}])
 
 
+
+
+def _db_bytes(db: Any) -> tuple[int, int]:
+    """(bytes in used blocks, file size) after a checkpoint folds the WAL in."""
+    with db.write() as con:
+        con.execute("COMMIT")  # CHECKPOINT cannot run inside a transaction
+        con.execute("CHECKPOINT")
+        row = con.execute("SELECT block_size * used_blocks FROM pragma_database_size()"
+                          ).fetchone()
+        con.execute("BEGIN TRANSACTION")
+    return int(row[0]) if row else 0, int(db.path.stat().st_size)
+
+
+def _rss_mib() -> float:
+    """Peak resident memory of this process (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def real_text(repo_traces: Any, size_bytes: int) -> str:

@@ -67,10 +67,12 @@ def detect_format(path: Path, head: str) -> str | None:
     """Guess a transcript's format from its first characters."""
     stripped = head.lstrip()
     if stripped.startswith("{") and "\n" in stripped:
-        first = stripped.split("\n", 1)[0]
-        for fmt, markers in _JSONL_MARKERS:
-            if any(m in first for m in markers):
-                return fmt
+        # A session file may open with bookkeeping lines (Claude Code's
+        # file-history-snapshot, queue-operation): look at the first few.
+        for line in stripped.split("\n")[:8]:
+            for fmt, markers in _JSONL_MARKERS:
+                if any(m in line for m in markers):
+                    return fmt
     if '"trajectory_format"' in head or path.name.endswith(".traj.json"):
         return "mini-swe-agent"
     if '"trajectory"' in head or path.suffix == ".traj":
@@ -200,6 +202,10 @@ def _claude(path: Path, text: str) -> Trace:
             continue
         if kind not in ("assistant", "user"):
             trace.skipped[f"event:{kind}"] += 1
+            continue
+        if event.get("isSidechain") is True or event.get("parent_tool_use_id"):
+            # A sub-agent's own context (Task): not what the main agent paid for.
+            trace.skipped["sidechain"] += 1
             continue
         message = event.get("message")
         if not isinstance(message, dict):

@@ -36,7 +36,7 @@ def test_golden_manifest() -> None:
         'OSIRIS/1 task=t_7c3f obj="fix PowerShell profile bug" plan=3/7 step=4:"add a test"\n'
         "inv=4 files=0 refs=9 dec=2 con=4 budget=ok drift=none\n"
         f"SEAL=sha256:{seal}")
-    assert seal == "dd605c98b2595fcdf588fb994521aa63c8b44c8d0dcce519fb55785f02b15775"
+    assert seal == "dd605c98b2595fcdf588fb99"  # the first 96 bits of the stable-zone digest
     assert seal_of_manifest(manifest) == seal
 
 
@@ -56,7 +56,7 @@ def test_golden_manifest_with_budget_warning_and_long_objective() -> None:
 
 
 def test_about_120_tokens_for_a_typical_task() -> None:
-    assert 60 <= COUNTER.count(render_manifest(_state(), COUNTER)) <= 130
+    assert 50 <= COUNTER.count(render_manifest(_state(), COUNTER)) <= 130
 
 
 @settings(max_examples=60, deadline=None)

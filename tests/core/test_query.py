@@ -209,7 +209,8 @@ def test_hostile_pattern_runs_in_linear_time() -> None:
     result = query.grep(data, r"(a+)+$", counter=COUNTER, max_tokens=200)
     assert result.matches == 1 and body(result) == ["2:aaa"]
     long_line = query.grep(data, "!", counter=COUNTER, max_tokens=500)
-    assert body(long_line) == ["1:" + "a" * 400 + "…"]
+    # A long matching line is cut to a window around its match, so the match shows.
+    assert body(long_line) == ["1:…" + "a" * 399 + "!"]
 
 
 @pytest.mark.parametrize("pattern", ["(?=x)", r"(a)\1", "(?<=a)b", "(?!x)y"])
@@ -639,3 +640,12 @@ def test_jsonl_arguments_are_checked(where: object, fields: object, message: str
     with pytest.raises(InvalidInputError, match=message):
         record_filters.jsonl(b'{"a": 1}\n', counter=COUNTER, max_tokens=100, where=where,
                     fields=fields)
+
+
+def test_a_long_line_shows_every_match_it_holds() -> None:
+    line = "x" * 1000 + "NEEDLE1" + "y" * 2000 + "NEEDLE2" + "z" * 500
+    result = query.grep(line.encode(), "NEEDLE1|NEEDLE2", counter=COUNTER, max_tokens=500)
+    text = body(result)[0]
+    assert "NEEDLE1" in text
+    assert "NEEDLE2" in text
+    assert len(text) < 420

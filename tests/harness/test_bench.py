@@ -1,0 +1,54 @@
+"""The benchmark through its real entry point: files, goals, identical figures twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from osiris.harness.report import body_of
+from tests.conftest import REPO, run_cli
+
+
+def test_quick_bench_writes_every_report(tmp_path: Path) -> None:
+    result = run_cli("bench", "--quick", "--repo", str(REPO), "--out", str(tmp_path),
+                     timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert "[bench" in result.stderr  # progress on stderr
+    for name in ("BENCHMARK.md", "PERF.md", "SECRETS.md", "LOOPGUARD.md", "FOOTPRINT.json",
+                 "sweep_net_gain.png", "traces_cumulative.png", "data/results.parquet",
+                 "data/store_perf.parquet", "data/engine_perf.parquet",
+                 "data/payload_perf.parquet", "data/bench.duckdb"):
+        assert (tmp_path / name).exists(), name
+    rows = pl.read_parquet(tmp_path / "data" / "results.parquet")
+    assert set(rows["system"].unique()) >= {"raw", "client-native", "oracle", "osiris-fixed",
+                                            "osiris-adaptive"}
+    for column in ("run_id", "commit", "versions", "encoding", "cost_model_version",
+                   "params", "dataset_hashes", "billed_cost_anthropic-5m",
+                   "billed_cost_openai-auto", "answer_preservation", "extra_calls"):
+        assert column in rows.columns, column
+    osiris = rows.filter(pl.col("system").str.starts_with("osiris"))
+    assert (osiris["needs_found"] == osiris["needs_total"]).all()
+    assert json.loads(rows["dataset_hashes"][0])
+    report = (tmp_path / "BENCHMARK.md").read_text()
+    assert "## The seed's table, reproduced" in report
+    assert (tmp_path / "sweep_net_gain.png").stat().st_size > 10_000
+
+
+def test_a_second_run_gives_identical_token_figures(tmp_path: Path) -> None:
+    bodies = []
+    for n in range(2):
+        out = tmp_path / f"run{n}"
+        result = run_cli("bench", "--quick", "--stage", "benchmark", "--repo", str(REPO),
+                         "--out", str(out), timeout=900)
+        assert result.returncode == 0, result.stderr
+        bodies.append(body_of((out / "BENCHMARK.md").read_text()))
+    assert bodies[0] == bodies[1]
+    assert "Run `" not in bodies[0]
+
+
+def test_unknown_stage_is_a_clear_error(tmp_path: Path) -> None:
+    result = run_cli("bench", "--stage", "nope", "--repo", str(REPO), "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert "unknown stage" in result.stderr

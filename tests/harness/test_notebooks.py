@@ -1,0 +1,41 @@
+"""The notebooks execute headless (nbclient) on the quick workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from osiris.harness.notebooks import NOTEBOOKS, execute
+from tests.conftest import REPO, run_cli
+
+
+@pytest.fixture(scope="module")
+def quick_reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("quick-reports")
+    result = run_cli("bench", "--quick", "--stage", "benchmark", "--repo", str(REPO),
+                     "--out", str(out), timeout=900)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_on_the_quick_workload(name: str, quick_reports: Path) -> None:
+    notebook = execute(REPO / "notebooks" / name,
+                       {"QUICK": True, "REPORTS": str(quick_reports), "REPO": str(REPO)})
+    errors = [o for c in notebook.cells if c.cell_type == "code"
+              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+
+
+def test_report_notebook_fails_when_the_report_drifts(quick_reports: Path,
+                                                      tmp_path: Path) -> None:
+    import shutil
+
+    drifted = tmp_path / "reports"
+    shutil.copytree(quick_reports, drifted)
+    report = drifted / "BENCHMARK.md"
+    report.write_text(report.read_text().replace("| raw |", "| RAW |", 1))
+    with pytest.raises(Exception, match="differ"):
+        execute(REPO / "notebooks" / "01_report_tables.ipynb",
+                {"QUICK": True, "REPORTS": str(drifted), "REPO": str(REPO)})
