@@ -79,6 +79,10 @@ class Settings:
     """OSIRIS_HTTP_ALLOWED_ORIGINS: extra Origin values accepted."""
     http_max_body_bytes: int | None = None
     """OSIRIS_HTTP_MAX_BODY_BYTES: request size limit (default: payload limit + 1 MiB)."""
+    dashboard_host: str = "127.0.0.1"
+    """OSIRIS_DASHBOARD_HOST: address ``osiris-dashboard`` binds (tokens beyond loopback)."""
+    dashboard_port: int = 8770
+    """OSIRIS_DASHBOARD_PORT: port ``osiris-dashboard`` binds."""
 
     @property
     def db_path(self) -> Path:
@@ -179,6 +183,10 @@ class Settings:
                                       "origins such as https://app.example.com, comma-separated"),
             http_max_body_bytes=_get(env, "OSIRIS_HTTP_MAX_BODY_BYTES", None, _positive_int,
                                      "a positive whole number of bytes"),
+            dashboard_host=_get(env, "OSIRIS_DASHBOARD_HOST", defaults.dashboard_host, _host,
+                                "an IP address or host name, e.g. 127.0.0.1"),
+            dashboard_port=_get(env, "OSIRIS_DASHBOARD_PORT", defaults.dashboard_port, _port,
+                                "a port number from 1 to 65535"),
         )._checked()
 
 

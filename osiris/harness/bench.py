@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from osiris.harness import governance_replay, perf, secrets_report
+from osiris.harness import dashboard_perf, governance_replay, perf, secrets_report
 from osiris.harness.runmeta import RunMeta, new_run
 
 
@@ -122,7 +122,8 @@ def stage_governance(ctx: BenchContext) -> None:
 STAGES: dict[str, Stage] = {"benchmark": stage_benchmark, "secrets": stage_secrets,
                             "store": perf.stage_store,
                             "engine": perf.stage_engine, "payloads": perf.stage_payloads,
-                            "governance": stage_governance, "mcp": perf.stage_mcp}
+                            "governance": stage_governance, "mcp": perf.stage_mcp,
+                            "dashboard": dashboard_perf.stage_dashboard}
 
 
 def write_reports(ctx: BenchContext) -> list[Path]:
