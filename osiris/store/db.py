@@ -11,10 +11,17 @@ notebooks read while agents write. So no OSIRIS process keeps the file open:
 * Every unit of work opens a connection, does its work in one transaction and
   closes it ("connection per unit of work"). Opening costs ~15-25 ms and closing
   ~5 ms, which is small next to an agent's turn, and one engine call is one unit.
-* Before opening, a process takes an advisory ``flock`` on ``osiris.lock`` beside
+* Before opening, a process takes an advisory ``flock`` on ``osiris.duckdb.lock`` beside
   the database: exclusive for writers, shared for readers. OSIRIS processes thus
   queue on the lock file instead of colliding on DuckDB's own lock, readers run
   side by side, and a SIGKILLed holder releases its lock with its last descriptor.
+* Writers are not starved by readers. A shared ``flock`` is granted while a writer
+  waits, so readers that overlap back to back (two dashboards polling a large home)
+  could hold a writer off for ever. A second lock file, ``osiris.duckdb.turnstile``, is
+  the queue: a writer holds it exclusively while it waits for the main lock, and a
+  reader passes it (takes it shared, lets go at once) before asking for the main lock.
+  New readers thus queue behind a waiting writer, the readers already inside finish,
+  and the writer goes next.
 * Waiting is bounded: the lock is polled with a short, growing, jittered back-off
   up to ``OSIRIS_LOCK_TIMEOUT_S`` (30 s by default); past it the call fails with
   :class:`~osiris.errors.StoreBusyError`, a clear message, and nothing half-written.
@@ -57,6 +64,7 @@ class Database:
                  migrations: tuple[Migration, ...] = MIGRATIONS) -> None:
         self.path = path
         self.lock_path = path.with_name(path.name + ".lock")
+        self.turnstile_path = path.with_name(path.name + ".turnstile")
         self.lock_timeout_s = lock_timeout_s
         self.exclusive = exclusive
         self._migrations = migrations
@@ -168,12 +176,29 @@ class Database:
                 con.close()
         finally:
             if fd >= 0:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+                _release(fd)
 
     def _acquire_lock(self, *, shared: bool) -> int:
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        """The main lock (shared for readers), taken through the turnstile so that a
+        waiting writer goes before readers that arrive after it."""
+        started = time.monotonic()
+        gate = self._flock(self.turnstile_path, fcntl.LOCK_SH if shared else fcntl.LOCK_EX,
+                           self.lock_timeout_s)
+        try:
+            if shared:  # a reader only passes through
+                _release(gate)
+                gate = -1
+            left = max(self.lock_timeout_s - (time.monotonic() - started), 0.0)
+            return self._flock(self.lock_path, fcntl.LOCK_SH if shared else fcntl.LOCK_EX,
+                               left)
+        finally:
+            if gate >= 0:
+                _release(gate)
+
+    def _flock(self, path: Path, mode: int, timeout_s: float) -> int:
+        """A descriptor of ``path`` holding ``flock(mode)``, waited for at most
+        ``timeout_s`` seconds (then StoreBusyError)."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return fd
@@ -187,7 +212,7 @@ class Database:
         started = time.monotonic()
         waiter = _LockWaiter(fd, mode)
         waiter.start()
-        waiter.acquired.wait(self.lock_timeout_s)
+        waiter.acquired.wait(timeout_s)
         self.lock_wait_s += time.monotonic() - started
         if waiter.give_up():
             raise StoreBusyError(
@@ -196,7 +221,7 @@ class Database:
             )
         if waiter.error is not None:
             os.close(fd)
-            raise StoreError(f"cannot lock {self.lock_path}: {waiter.error}")
+            raise StoreError(f"cannot lock {path}: {waiter.error}")
         return fd
 
     def _connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -259,6 +284,11 @@ class Database:
             applied.append(migration.name)
         self._migrated = True
         return applied
+
+
+def _release(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
 
 
 class _LockWaiter(threading.Thread):

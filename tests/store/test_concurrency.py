@@ -95,3 +95,73 @@ def test_lock_timeout_is_a_clear_error(osiris_home: Path) -> None:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+READER = """
+import sys, time
+from pathlib import Path
+from osiris.config import Settings
+from osiris.store.state import Store
+store = Store(Settings(home=Path(sys.argv[1])))
+store.db.migrate()
+print("ready", flush=True)
+sys.stdin.readline()  # go
+time.sleep(float(sys.argv[3]))  # staggered: the two readers' holds always overlap
+deadline = time.monotonic() + float(sys.argv[2])
+reads = 0
+while time.monotonic() < deadline:
+    with store.read() as con:  # a slow page: the shared lock is held for 0.4 s
+        con.execute("SELECT count(*) FROM events").fetchone()
+        time.sleep(0.4)
+    reads += 1
+print(reads, flush=True)
+"""
+
+WRITER = """
+import sys
+from pathlib import Path
+from osiris.config import Settings
+from osiris.store.state import Store
+store = Store(Settings(home=Path(sys.argv[1]), lock_timeout_s=float(sys.argv[2])))
+for i in range(10):
+    with store.transaction("writer") as tx:
+        tx.event("probe", {"i": i}, task_id=None)
+print(store.db.lock_wait_s, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_readers_back_to_back_do_not_starve_a_writer(osiris_home: Path) -> None:
+    """Two readers whose shared locks always overlap (a dashboard polled by two browsers
+    on a large home) used to hold a writer off until its lock timeout; the turnstile
+    puts the writer before readers that come after it."""
+    import subprocess
+    import sys
+    import time
+
+    Store(Settings(home=osiris_home)).db.migrate()
+    readers = [subprocess.Popen([sys.executable, "-c", READER, str(osiris_home), "12",
+                                 str(delay)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+               for delay in (0.0, 0.2)]
+    try:
+        for reader in readers:
+            assert reader.stdout is not None and reader.stdout.readline() == "ready\n"
+        for reader in readers:
+            assert reader.stdin is not None
+            reader.stdin.write("go\n")
+            reader.stdin.flush()
+        time.sleep(0.5)  # both are reading now
+        # Each write may wait for the readers already inside (0.4 s); 5 s is the bound
+        # a starved writer runs into.
+        writer = subprocess.run([sys.executable, "-c", WRITER, str(osiris_home), "5"],
+                                capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        outs = [r.communicate(timeout=60) for r in readers]
+    assert writer.returncode == 0, writer.stderr
+    assert all(r.returncode == 0 and int(out.split()[-1]) > 0
+               for r, (out, _) in zip(readers, outs, strict=True))
+    store = Store(Settings(home=osiris_home))
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM events WHERE kind = 'probe'"
+                           ).fetchone() == (10,)
