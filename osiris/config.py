@@ -9,6 +9,7 @@ the first tool call.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -319,3 +320,14 @@ def _parse_roots(raw: str) -> tuple[Path, ...]:
             )
         roots.append(path.resolve())
     return tuple(roots)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address only accepts connections from this machine (beyond it, the
+    HTTP server and the dashboard want OSIRIS_HTTP_TOKEN)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

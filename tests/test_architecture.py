@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = REPO / "osiris"
-# Who may import whom: cli/server/dashboard/harness -> engine -> core and store.
+# Who may import whom: cli/server/dashboard/clients/harness -> engine -> core and store.
 FORBIDDEN = {
     "core": ("osiris.store", "osiris.server", "osiris.cli", "osiris.harness",
              "osiris.dashboard", "osiris.engine", "osiris.health", "osiris.config"),
@@ -18,6 +18,8 @@ FORBIDDEN = {
               "osiris.engine"),
     "engine": ("osiris.server", "osiris.cli", "osiris.harness", "osiris.dashboard"),
     "server": ("osiris.cli", "osiris.harness", "osiris.dashboard"),
+    "clients": ("osiris.server", "osiris.cli", "osiris.harness", "osiris.dashboard"),
+    "dashboard": ("osiris.server", "osiris.cli", "osiris.harness"),
 }
 
 

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from osiris.config import Settings
+from osiris.config import Settings, is_loopback
 from osiris.dashboard.views import Views
 from osiris.errors import ConfigError
 
@@ -37,12 +37,6 @@ COOKIE = "osiris_dashboard"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-
-
-def _is_loopback(host: str) -> bool:
-    from osiris.server.transports import is_loopback
-
-    return is_loopback(host)
 
 
 class Guard:
@@ -54,7 +48,7 @@ class Guard:
         self.app = app
         self.tokens = settings.http_tokens
         names = [*LOOPBACK_NAMES]
-        if not _is_loopback(settings.dashboard_host):
+        if not is_loopback(settings.dashboard_host):
             names.append(settings.dashboard_host)
         self.hosts = {h for n in names for h in (n, f"{n}:{port}")} | set(
             settings.http_allowed_hosts)
@@ -190,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write("osiris-dashboard: --port must be from 1 to 65535\n")
             return 2
         settings = replace(settings, dashboard_port=args.port)
-    if not _is_loopback(settings.dashboard_host) and not settings.http_tokens:
+    if not is_loopback(settings.dashboard_host) and not settings.http_tokens:
         sys.stderr.write(f"osiris-dashboard: refusing to serve {settings.dashboard_host} "
                          "without a token: set OSIRIS_HTTP_TOKEN (the dashboard shows payload "
                          "text) or bind 127.0.0.1\n")

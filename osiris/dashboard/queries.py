@@ -22,6 +22,7 @@ _DRIFT = "body LIKE '%\"drift\":{\"changes\"%'"
 _VERDICT = ("kind = 'precheck' AND (body NOT LIKE '%\"verdict\":\"allow\"%'"
             " OR body LIKE '%\"sources\":[\"loopguard%')")
 _LOOP = "kind LIKE 'observe.%' AND body LIKE '%\"loop\":[\"%'"
+WINDOW = 20_000  # journal events searched first for a page of events
 FILTERS = {"all": "TRUE", "drift": _DRIFT, "verdicts": _VERDICT, "loopguard": _LOOP}
 
 
@@ -50,6 +51,11 @@ class Queries:
         self.store = store
 
     # -- overview -----------------------------------------------------------------------
+
+    def head_seq(self) -> int:
+        """The journal head (0 for an empty home): what every write moves."""
+        with self.store.read() as con:
+            return int(fetch_row(con, "SELECT coalesce(max(seq), 0) FROM events")[0])
 
     def counts(self) -> dict[str, Any]:
         """Totals of the home and of its ledger."""
@@ -116,12 +122,17 @@ class Queries:
             clauses.append("(task_id = ? OR contains(lower(objective), lower(?)))")
             params += [query, query]
         with self.store.read() as con:
+            # The page's ids first, then the plan counts of those rows only: parsing the
+            # JSON state of every task before the LIMIT costs ~0.4 s on 10,000 tasks.
             rows = rows_as_dicts(con.execute(
-                "SELECT task_id, objective, status, project_id, agent_id, created_us,"
+                "WITH page AS (SELECT task_id FROM tasks"
+                f" WHERE {' AND '.join(clauses)}"
+                " ORDER BY updated_us DESC, task_id LIMIT ?)"
+                " SELECT task_id, objective, status, project_id, agent_id, created_us,"
                 " updated_us, json_array_length(state, '$.plan.steps') AS steps,"
                 " json_array_length(state, '$.plan.completed') AS completed"
-                f" FROM tasks WHERE {' AND '.join(clauses)}"
-                " ORDER BY updated_us DESC, task_id LIMIT ?", [*params, limit + 1]))
+                " FROM tasks JOIN page USING (task_id) ORDER BY updated_us DESC, task_id",
+                [*params, limit + 1]))
         more = len(rows) > limit
         rows = rows[:limit]
         return Page(rows, f"{rows[-1]['updated_us']}:{rows[-1]['task_id']}"
@@ -157,14 +168,21 @@ class Queries:
         if task_id:
             clauses.append("task_id = ?")
             params.append(task_id)
-        if before_seq is not None:
-            clauses.append("seq < ?")
-            params.append(before_seq)
         with self.store.read() as con:
-            rows = rows_as_dicts(con.execute(
-                "SELECT seq, ts_us, task_id, actor, kind, body FROM events"
-                f" WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT ?",
-                [*params, limit + 1]))
+            top = before_seq if before_seq is not None else int(fetch_row(
+                con, "SELECT coalesce(max(seq), 0) + 1 FROM events")[0])
+            # Newest first over a window that doubles until the page is full: a filter on
+            # the JSON body would otherwise scan the whole journal for ten rows.
+            window, rows = WINDOW, []
+            while True:
+                low = max(top - window, 0)
+                rows = rows_as_dicts(con.execute(
+                    "SELECT seq, ts_us, task_id, actor, kind, body FROM events"
+                    f" WHERE {' AND '.join(clauses)} AND seq < ? AND seq >= ?"
+                    " ORDER BY seq DESC LIMIT ?", [*params, top, low, limit + 1]))
+                if len(rows) > limit or low == 0:
+                    break
+                window *= 4
         more = len(rows) > limit
         rows = [_with_facts(r) for r in rows[:limit]]
         return Page(rows, str(rows[-1]["seq"]) if more and rows else None)

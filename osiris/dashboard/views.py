@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 PREVIEW_BYTES = 16_384
 AUDIT_CACHE = 256
+PAGE_CACHE = 128
 
 
 def _when(us: int | None) -> str:
@@ -70,6 +71,10 @@ class Views:
         self.reports = reports
         self._audits: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self._audit_lock = threading.Lock()
+        self._audit_generation = 0
+        self._pages: OrderedDict[tuple[str, str], tuple[tuple[int, int], bytes, int]] = \
+            OrderedDict()
+        self._pages_lock = threading.Lock()
 
     def close(self) -> None:
         """Release the store."""
@@ -77,15 +82,42 @@ class Views:
 
     def routes(self) -> list[Route]:
         """Every route (all GET; HEAD is served by Starlette for each GET route)."""
-        return [Route("/", self.overview), Route("/tasks", self.tasks),
-                Route("/tasks/{task_id}", self.task),
+        cached = self._cached
+        return [Route("/", cached(self.overview)), Route("/tasks", cached(self.tasks)),
+                Route("/tasks/{task_id}", cached(self.task)),
                 Route("/tasks/{task_id}/audit", self.audit),
-                Route("/events", self.events), Route("/refs", self.refs),
+                Route("/events", cached(self.events)), Route("/refs", cached(self.refs)),
                 Route("/ref", self.ref), Route("/bench/", self.bench),
                 Route("/bench/{name}", self.bench_file), Route("/static/{name}", self.static),
                 Route("/healthz", self.healthz)]
 
     # -- rendering ----------------------------------------------------------------------
+
+    def _cached(self, handler: Any) -> Any:
+        """``handler`` behind a cache keyed by the journal head: every write to a home
+        appends a journal event in the same transaction, so while the head stays put a
+        page cannot change, and the live refresh of an idle home costs one tiny query
+        instead of the page's aggregations over the whole ledger."""
+
+        @functools.wraps(handler)
+        def page(request: Request) -> Response:
+            # Pages also show audit results, which change without a write.
+            head = (self.queries.head_seq(), self._audit_generation)
+            key = (request.url.path, str(request.query_params))
+            with self._pages_lock:
+                hit = self._pages.get(key)
+                if hit is not None and hit[0] == head:
+                    self._pages.move_to_end(key)
+                    return HTMLResponse(hit[1], status_code=hit[2])
+            response: Response = handler(request)
+            if isinstance(response, HTMLResponse) and response.status_code == 200:
+                with self._pages_lock:
+                    self._pages[key] = (head, bytes(response.body), response.status_code)
+                    while len(self._pages) > PAGE_CACHE:
+                        self._pages.popitem(last=False)
+            return response
+
+        return page
 
     def _page(self, request: Request, template: str, status_code: int = 200,
               **context: Any) -> HTMLResponse:
@@ -180,7 +212,7 @@ class Views:
         return self._page(request, "audit.html", task_id=task_id, audit=report)
 
     def _head(self) -> int:
-        return int(self.queries.counts()["head_seq"])
+        return self.queries.head_seq()
 
     def _cached_audit(self, task_id: str) -> dict[str, Any] | None:
         with self._audit_lock:
@@ -195,6 +227,7 @@ class Views:
         report["checked_at"] = _when(int(datetime.now(tz=UTC).timestamp() * 1e6))
         with self._audit_lock:
             self._audits[key] = report
+            self._audit_generation += 1  # the task's page now shows the result
             while len(self._audits) > AUDIT_CACHE:
                 self._audits.popitem(last=False)
         return report

@@ -10,7 +10,6 @@ served: 2025-11-25 (initialize, sessions) and 2026-07-28 (stateless).
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 from typing import Any
 
@@ -18,21 +17,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from osiris.config import Settings
+from osiris.config import Settings, is_loopback
 from osiris.server import build_server
 
 log = logging.getLogger(__name__)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class BearerAuth:
