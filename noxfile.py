@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import os
 import shutil
 from pathlib import Path
 
@@ -26,6 +28,16 @@ def tests(session: nox.Session) -> None:
     if shutil.which("apt-get") or (shutil.which("chromium") and shutil.which("chromedriver")):
         session.run("bash", ".ci/install-browser", external=True, success_codes=[0, 1])
     session.run("pytest", *session.posargs)
+    # The npm launcher (npm/): Node's own test runner, end to end against this session's
+    # Python. Without Node the launcher tests cannot run: an error in CI, a note here.
+    if shutil.which("node"):
+        python = Path(session.bin) / "python"
+        session.run("node", "--test", *sorted(glob.glob("npm/test/*.test.mjs")),
+                    external=True, env={"TEST_OSIRIS_PYTHON": str(python)})
+    elif os.environ.get("TEST_REQUIRE_NODE_TOOLS") == "1":
+        session.error("node is required for the npm launcher tests (npm/test)")
+    else:
+        session.warn("node not found: the npm launcher tests (npm/test) did not run")
 
 
 @nox.session
