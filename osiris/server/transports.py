@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hmac
 import logging
+import signal
+import threading
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -102,4 +104,10 @@ def serve_http(settings: Settings) -> None:
 
 def serve_stdio(settings: Settings) -> None:
     """Run the MCP server on stdio (stdout carries JSON-RPC only)."""
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C ends a stdio server as SIGTERM does: at once and quietly. Python's
+        # KeyboardInterrupt would wait for the stdin reader thread, i.e. until the client
+        # closes the pipe, then print a traceback. Every store transaction commits whole
+        # or not at all, so ending here loses nothing that was acknowledged.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     build_server(settings).run("stdio")

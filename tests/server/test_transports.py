@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +169,25 @@ def test_two_stdio_servers_on_one_home_at_once(osiris_home: Path) -> None:
         assert report.lossless
         assert report.items_externalized == 8
     store.close()
+
+
+def test_ctrl_c_ends_a_stdio_server_at_once_and_quietly(osiris_home: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "osiris"], env=osiris_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1  # serving, stdin still open
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)  # stdin stays open: the client has not gone away
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    finally:
+        _, err = proc.communicate()
+    assert proc.returncode == -signal.SIGINT
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
