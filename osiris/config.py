@@ -84,6 +84,14 @@ class Settings:
     """OSIRIS_DASHBOARD_HOST: address ``osiris-dashboard`` binds (tokens beyond loopback)."""
     dashboard_port: int = 8770
     """OSIRIS_DASHBOARD_PORT: port ``osiris-dashboard`` binds."""
+    user_home: Path | None = None
+    """HOME: the user's home directory, where ``osiris install --user`` edits client
+    configuration (None when it cannot be determined)."""
+    codex_home: Path | None = None
+    """CODEX_HOME: the Codex CLI's configuration directory (None: ``~/.codex``)."""
+    claude_config_dir: Path | None = None
+    """CLAUDE_CONFIG_DIR: Claude Code's configuration directory (None: ``~/.claude``
+    for settings and ``~/.claude.json`` for user MCP servers)."""
 
     @property
     def db_path(self) -> Path:
@@ -188,6 +196,10 @@ class Settings:
                                 "an IP address or host name, e.g. 127.0.0.1"),
             dashboard_port=_get(env, "OSIRIS_DASHBOARD_PORT", defaults.dashboard_port, _port,
                                 "a port number from 1 to 65535"),
+            user_home=_user_home(env),
+            # Other tools' variables never fail OSIRIS's start: they only steer `install`.
+            codex_home=_other_tool_dir(env.get("CODEX_HOME", "")),
+            claude_config_dir=_other_tool_dir(env.get("CLAUDE_CONFIG_DIR", "")),
         )._checked()
 
 
@@ -231,6 +243,21 @@ def _log_level(raw: str) -> str:
     if upper not in _LOG_LEVELS:
         raise ValueError(raw)
     return upper
+
+
+def _user_home(env: Mapping[str, str]) -> Path | None:
+    raw = env.get("HOME", "").strip()
+    if raw:
+        return Path(raw).absolute()
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry (bare containers)
+        return None
+
+
+def _other_tool_dir(raw: str) -> Path | None:
+    raw = raw.strip()
+    return Path(raw).expanduser().absolute() if raw else None
 
 
 def _abs_path(raw: str) -> Path | None:

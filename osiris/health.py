@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 from importlib import metadata
 from typing import Any
@@ -24,6 +25,25 @@ def _version_of(dist: str) -> str | None:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return None
+
+
+def _hook_log(settings: Settings, warnings: list[str]) -> dict[str, Any]:
+    """Client hooks that had to let a call through unchecked (``hooks.log``)."""
+    path = settings.home / "hooks.log"
+    try:
+        lines = path.read_text("utf-8", errors="replace").splitlines()
+    except OSError:
+        return {"log": str(path), "skipped": 0}
+    last: Any = None
+    if lines:
+        try:
+            last = json.loads(lines[-1])
+        except ValueError:
+            last = lines[-1][:300]
+        warnings.append(f"{len(lines)} client hook call(s) went through unchecked; the last: "
+                        f"{last.get('problem') if isinstance(last, dict) else last} "
+                        f"(see {path})")
+    return {"log": str(path), "skipped": len(lines), "last": last}
 
 
 def collect_health(settings: Settings) -> dict[str, Any]:
@@ -85,6 +105,7 @@ def collect_health(settings: Settings) -> dict[str, Any]:
     doc["invariants"] = {"files": [str(p) for p in loader.files() if p.exists()],
                          "rules": len(invariants.invariants), "problems": rule_problems}
     warnings.extend(rule_problems)
+    doc["client_hooks"] = _hook_log(settings, warnings)
     doc["warnings"] = warnings
     doc["problems"] = problems
     doc["healthy"] = not problems

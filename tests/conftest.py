@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None,
         full_env.update(env)
     return subprocess.run([sys.executable, "-m", "osiris", *args], capture_output=True,
                           text=True, env=full_env, input=stdin, timeout=timeout, check=False)
+
+
+def home_rows(home: Path, sql: str, params: list[Any] | None = None,
+              ) -> list[tuple[Any, ...]]:
+    """The rows of a query on the home ``home`` (through OSIRIS's own read lock)."""
+    store = Store(Settings(home=home))
+    try:
+        with store.read() as con:
+            return [tuple(r) for r in con.execute(sql, params or []).fetchall()]
+    finally:
+        store.close()
 
 
 @pytest.fixture

@@ -128,6 +128,62 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
+    """A client hook: the client's JSON on stdin, its decision JSON on stdout."""
+    from osiris.clients.claude_code import HookOutcome, run_hook
+
+    raw = sys.stdin.buffer.read()
+    outcome: HookOutcome
+    if args.client != "claude-code":
+        outcome = skipped_hook(f"unknown client {args.client!r}: use claude-code")
+    else:
+        outcome = run_hook(settings, args.event, raw)
+    if outcome.stdout:
+        sys.stdout.write(outcome.stdout + "\n")
+    return outcome.exit_code
+
+
+def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
+    """Write OSIRIS's MCP server entry (and Claude Code's hooks) into a client's config."""
+    from pathlib import Path
+
+    from osiris.clients import install, options
+
+    request = options.build_request(
+        settings, client=args.client, scope=args.scope, cwd=Path.cwd(),
+        project_dir=args.project_dir, python=args.python, home=args.home, roots=args.roots,
+        name=args.name, hooks=args.hooks, force=args.force)
+    return _run_client_plan(install.plan_install(request, settings), args.dry_run)
+
+
+def cmd_uninstall(settings: Settings, args: argparse.Namespace) -> int:
+    """Remove exactly what ``osiris install`` added to a client's configuration."""
+    from pathlib import Path
+
+    from osiris.clients import install, options
+
+    cwd = Path.cwd()
+    scope, project_dir = options.resolve_scope(settings, args.scope, args.project_dir, cwd)
+    home = options.user_path(settings, args.home, cwd) if args.home else None
+    plan = install.plan_uninstall(args.client, scope, project_dir, settings, name=args.name,
+                                  home=home)
+    return _run_client_plan(plan, args.dry_run)
+
+
+def _run_client_plan(plan: Any, dry_run: bool) -> int:
+    from osiris.clients.install import apply_plan
+
+    for note in plan.notes:
+        sys.stderr.write(f"osiris: {note}\n")
+    if not dry_run:
+        _print_json(apply_plan(plan))
+        return EXIT_OK
+    sys.stdout.write(plan.diff())
+    sys.stderr.write(f"osiris: dry run, nothing written: {plan.message()}\n"
+                     if not plan.changed else "osiris: dry run, nothing written\n")
+    return EXIT_OK
+
+
 def cmd_footprint(settings: Settings, args: argparse.Namespace) -> int:
     """Print the tokens the tool definitions cost a client, per tool and in total."""
     from osiris.server.footprint import footprint
@@ -153,6 +209,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (default OSIRIS_HTTP_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default OSIRIS_HTTP_PORT or 8765)")
     serve.set_defaults(func=cmd_serve)
+    hook = sub.add_parser(
+        "hook", help="a client hook: reads the client's JSON on stdin (see docs/clients.md)",
+        description="Run as a client's command hook. Claude Code: PreToolUse runs precheck "
+        "and answers deny/ask with OSIRIS's reason (no decision when OSIRIS does not "
+        "object); PostToolUse observes the result. Malformed input never blocks the tool: "
+        "it is logged to $OSIRIS_HOME/hooks.log and allowed with a warning.")
+    # No argparse choices here: argparse exits 2 on a bad value, and exit code 2 makes
+    # Claude Code block the user's tool. A wrong client or event is a warning instead.
+    hook.add_argument("client", help="the client: claude-code")
+    hook.add_argument("event", help="pre-tool-use (PreToolUse) or post-tool-use "
+                      "(PostToolUse and PostToolUseFailure)")
+    hook.set_defaults(func=cmd_hook)
+    _add_install_parsers(sub)
     footprint = sub.add_parser("footprint", help="tokens of the tool definitions (JSON)")
     footprint.set_defaults(func=cmd_footprint)
     bench = sub.add_parser("bench", help="run the benchmark; regenerates reports/")
@@ -179,6 +248,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_install_parsers(sub: Any) -> None:
+    clients = ("claude-code", "codex", "cursor")  # osiris.clients.install.CLIENTS, unimported
+    install = sub.add_parser(
+        "install", help="add OSIRIS to a client's configuration (prints JSON)",
+        description="Write OSIRIS's MCP server entry, and for Claude Code its PreToolUse/"
+        "PostToolUse hooks, into the client's own configuration file. Merges: other "
+        "settings are left byte for byte; re-running changes nothing; a changed file is "
+        "first copied to FILE.osiris-backup-TIME. Undo with osiris uninstall. The files "
+        "each client and scope uses are listed in docs/clients.md.")
+    uninstall = sub.add_parser(
+        "uninstall", help="remove what osiris install added (prints JSON)",
+        description="Remove OSIRIS's server entry and hooks from the client's "
+        "configuration, and the containers and files its install created; nothing else. "
+        "A changed file is first copied to FILE.osiris-backup-TIME.")
+    for parser in (install, uninstall):
+        parser.add_argument("client", choices=clients, help="the client to configure")
+        scope = parser.add_mutually_exclusive_group()
+        scope.add_argument("--user", dest="scope", action="store_const", const="user",
+                           help="the user's configuration in the home directory (default)")
+        scope.add_argument("--project", dest="scope", action="store_const", const="project",
+                           help="the project's configuration in the current directory")
+        parser.add_argument("--project-dir", metavar="DIR",
+                            help="the project directory (implies --project)")
+        parser.add_argument("--name", default="osiris",
+                            help="the MCP server name (default: osiris)")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="print the unified diff of every file; write nothing")
+    install.add_argument("--hooks", choices=("command", "mcp_tool", "none"),
+                         help="claude-code: command hooks (default), an mcp_tool "
+                         "PreToolUse hook calling osiris_precheck (Claude Code 2.1.118+), "
+                         "or none (server entry only)")
+    install.add_argument("--python", metavar="PATH", help="the interpreter with mcp-osiris "
+                         "installed (default: the one running this command)")
+    install.add_argument("--home", metavar="DIR", help="OSIRIS_HOME for the server and hooks "
+                         "(default: the current OSIRIS_HOME or ~/.osiris)")
+    install.add_argument("--roots", metavar="PATHS", action="append",
+                         help="OSIRIS_ROOTS, ';'-separated, repeatable (default: the current "
+                         "OSIRIS_ROOTS, else the project directory with --project, else none)")
+    install.add_argument("--force", action="store_true", help="replace an entry under "
+                         "--name that osiris install did not write (the backup keeps it)")
+    install.set_defaults(func=cmd_install)
+    uninstall.add_argument("--home", metavar="DIR", help="the OSIRIS_HOME that holds the "
+                           "install record (default: the one the installed entry names)")
+    uninstall.set_defaults(func=cmd_uninstall)
+
+
+def skipped_hook(problem: str) -> Any:
+    """A hook that could not run: no decision, a warning (never exit 2, which blocks)."""
+    from osiris.clients.claude_code import HookOutcome
+    from osiris.core.client_hooks import allow_with_warning, decision_json
+
+    sys.stderr.write(f"osiris: hook skipped: {problem}\n")
+    return HookOutcome(decision_json(allow_with_warning(problem)), EXIT_OK, problem)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``osiris``."""
     parser = build_parser()
@@ -187,6 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if func is cmd_hook:
+        try:
+            Settings.from_env()
+        except ConfigError as exc:  # a broken configuration must not block the tool
+            sys.stdin.buffer.read()
+            sys.stdout.write(skipped_hook(f"configuration error: {exc}").stdout + "\n")
+            return EXIT_OK
     return run_with_settings(func, args)
 
 

@@ -35,9 +35,19 @@ class TokenCounter(Protocol):
 class TiktokenCounter:
     """A :class:`TokenCounter` over a tiktoken encoding bundled with an installed package."""
 
-    def __init__(self, encoding_name: str = ENCODING_NAME) -> None:
+    def __init__(self, encoding_name: str = ENCODING_NAME, *, lazy: bool = False) -> None:
         self._name = encoding_name
-        self._encoding = _load(encoding_name)
+        if encoding_name not in _OFFLINE_NAMES:
+            _load(encoding_name)  # raises the clear ConfigError
+        # Loading the BPE file costs ~0.2 s: a lazy counter pays it on the first count
+        # (a client hook that only prechecks never counts, and starts that much faster).
+        self._loaded: tiktoken.Encoding | None = None if lazy else _load(encoding_name)
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        if self._loaded is None:
+            self._loaded = _load(self._name)
+        return self._loaded
 
     @property
     def encoding_name(self) -> str:
@@ -76,4 +86,4 @@ def _load(encoding_name: str) -> tiktoken.Encoding:
 @functools.lru_cache(maxsize=1)
 def default_counter() -> TiktokenCounter:
     """The process-wide cl100k counter (loading the BPE file costs ~150 ms, so share it)."""
-    return TiktokenCounter(ENCODING_NAME)
+    return TiktokenCounter(ENCODING_NAME, lazy=True)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from osiris.config import Settings
+from osiris.core import client_hooks
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.hashing import digest_of_ref
@@ -22,7 +23,7 @@ from osiris.core.operating_context import context_view, resolve_project
 from osiris.core.prefix import compute_zones
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.engine import checkpoints, governance, handoffs, observing, planning
+from osiris.engine import checkpoints, client_sessions, governance, handoffs, observing, planning
 from osiris.engine import memory as memory_ops
 from osiris.engine import recall as recall_op
 from osiris.engine.context import (
@@ -39,6 +40,13 @@ from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store.state import Clock, Store, Tx
 
 PLAN_MODES = ("start", "update", "resume", "status", "context", "memory")
+
+
+def check_client_format(client_format: object) -> None:
+    """None (an agent's own call) or a client whose hook format OSIRIS speaks."""
+    if client_format is not None and client_format not in client_hooks.CLIENTS:
+        raise InvalidInputError(f"unknown client format {client_format!r}: use one of "
+                                + ", ".join(client_hooks.CLIENTS))
 
 
 class Engine:
@@ -176,14 +184,28 @@ class Engine:
 
     def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
                  path: str | None = None, confirmed: bool = False, actor: str | None = None,
-                 principal: str | None = None) -> dict[str, Any]:
-        """allow, warn, suggest_alternative, require_approval or block an intended action."""
+                 principal: str | None = None, client_format: str | None = None,
+                 cwd: str | None = None) -> dict[str, Any]:
+        """allow, warn, suggest_alternative, require_approval or block an intended action.
+
+        ``client_format="claude-code"``: asked by a client hook; the answer also carries
+        ``client_output``, the client's decision JSON, and only the text of it that the
+        model will see is booked as OSIRIS's overhead. ``task_id`` may be
+        ``session:<client session id>`` (``cwd``: the session's directory)."""
+        check_client_format(client_format)
         with self.store.transaction(actor or principal or "agent") as tx:
-            authorize(tx.con, check_task_id(task_id), principal)
+            task_id, created = client_sessions.resolve_task(
+                self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
             answer = governance.precheck(self.ctx, tx, self.ctx.rules, task_id=task_id,
                                          tool=tool, args=args, path=path,
                                          confirmed=confirmed)
-            account_answer(self.ctx, tx, answer["task_id"], "precheck", answer)
+            shown = None
+            if client_format is not None:
+                output = client_hooks.pre_tool_use_decision(
+                    answer, client_sessions.first_sight_note(task_id) if created else None)
+                answer, shown = {**answer, "client_output": output}, \
+                    client_hooks.shown_text(output)
+            account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)
         return answer
 
     # -- observe -----------------------------------------------------------------------
@@ -192,19 +214,32 @@ class Engine:
                 args: dict[str, Any] | None = None, result: Any = None,
                 path: str | None = None, seal: str | None = None,
                 usage: dict[str, Any] | None = None, actor: str | None = None,
-                principal: str | None = None) -> dict[str, Any]:
-        """Record what happened this turn; check the SEAL; store provider usage."""
+                principal: str | None = None, client_format: str | None = None,
+                client_event: str = "PostToolUse", cwd: str | None = None) -> dict[str, Any]:
+        """Record what happened this turn; check the SEAL; store provider usage.
+
+        ``client_format="claude-code"``: observed by a client hook (``client_event``
+        PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
+        its added context is booked as overhead."""
+        check_client_format(client_format)
         if kind not in observing.OBSERVE_KINDS:
             raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
                                     + ", ".join(observing.OBSERVE_KINDS))
-        task_id = check_task_id(task_id)
         with self.store.transaction(actor or principal or "agent") as tx:
-            authorize(tx.con, task_id, principal)
+            task_id, created = client_sessions.resolve_task(
+                self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
             state = load_task(tx, task_id, self.ctx.cost_model)
             answer = observing.observe(self.ctx, tx, state, kind=kind, tool=tool, args=args,
                                        result=result, path=path, seal=seal, usage=usage,
                                        fixed_mode=self.fixed_mode)
-            account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer)
+            shown = None
+            if client_format is not None:
+                output = client_hooks.post_tool_use_output(
+                    answer, client_event,
+                    client_sessions.first_sight_note(task_id) if created else None)
+                answer, shown = {**answer, "client_output": output}, \
+                    client_hooks.shown_text(output)
+            account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)
         return answer
 
     # -- recall ------------------------------------------------------------------------

@@ -111,10 +111,14 @@ def derived_counts(con: duckdb.DuckDBPyConnection, state: TaskState,
 
 
 def account_answer(ctx: EngineContext, tx: Tx, task_id: str | None, operation: str,
-                   answer: dict[str, Any]) -> None:
+                   answer: dict[str, Any], shown: str | None = None) -> None:
     """Ledger row for an answer: its tokens enter the agent's context and are OSIRIS's
-    overhead (counted on the structured form, which is what clients show the model)."""
-    tokens = ctx.counter.count(canonical_json(answer))
+    overhead (counted on the structured form, which is what clients show the model).
+    ``shown``: only this text reaches the model (a client hook's decision reason or
+    added context); an empty one costs nothing and books no row."""
+    if shown is not None and not shown:
+        return
+    tokens = ctx.counter.count(canonical_json(answer) if shown is None else shown)
     tx.ledger(kind=f"answer.{operation}", task_id=task_id, event_seq=tx.last_event_seq,
               encoding=ctx.counter.encoding_name, tokens=tokens, overhead_tokens=tokens,
               context_tokens=tokens, cost_model=ctx.cost_model.name,

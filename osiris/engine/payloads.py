@@ -88,6 +88,12 @@ def _payload_text(ctx: EngineContext, kind: str, result: object) -> str:
 def parse_args(args: object) -> dict[str, Any]:
     if args is None:
         return {}
+    if isinstance(args, str):  # hooks that can only substitute text send the object as JSON
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except ValueError:
+            raise InvalidInputError("args must be an object of the tool's arguments (or "
+                                    "the JSON text of one); this text is not JSON") from None
     if not isinstance(args, dict):
         raise InvalidInputError("args must be an object of the tool's arguments")
     return args

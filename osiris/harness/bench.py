@@ -123,6 +123,7 @@ STAGES: dict[str, Stage] = {"benchmark": stage_benchmark, "secrets": stage_secre
                             "store": perf.stage_store,
                             "engine": perf.stage_engine, "payloads": perf.stage_payloads,
                             "governance": stage_governance, "mcp": perf.stage_mcp,
+                            "hooks": perf.stage_hooks,
                             "dashboard": dashboard_perf.stage_dashboard}
 
 

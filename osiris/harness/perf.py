@@ -334,3 +334,98 @@ def stage_mcp(ctx: BenchContext) -> None:
         f"over {runs} starts.",
         "",
     ]))
+
+
+def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """PreToolUse/PostToolUse payloads for the calls of the bundled Claude Code traces."""
+    from osiris.harness.traces import find_traces, load_trace
+
+    out: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for path in find_traces(repo / "datasets" / "traces"):
+        trace = load_trace(path)
+        if trace.format != "claude-code":
+            continue
+        session = f"bench-{len(out)}"
+        for step in trace.steps:
+            pre = {"session_id": session, "cwd": "/work", "hook_event_name": "PreToolUse",
+                   "tool_name": step.tool, "tool_input": step.args,
+                   "tool_use_id": step.call_id}
+            post = {**pre, "hook_event_name": "PostToolUse",
+                    "tool_response": {"stdout": step.output, "stderr": ""}}
+            if step.is_error:
+                post = {**pre, "hook_event_name": "PostToolUseFailure", "error": step.output}
+            out.append((pre, post))
+    return out
+
+
+def stage_hooks(ctx: BenchContext) -> None:
+    """Client hooks: the command hook's round trip (process start included) and the
+    in-server path an ``mcp_tool`` hook takes (``osiris_precheck(format=...)``)."""
+    import asyncio
+    import json
+    import subprocess
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    calls = _hook_payloads(ctx.repo)
+    n = 10 if ctx.quick else 60
+    calls = calls[:n]
+    home = ctx.workdir / "hooks-home"
+    env = {"OSIRIS_HOME": str(home), "PATH": "/usr/bin:/bin"}
+    ctx.say(f"hooks: {len(calls)} PreToolUse + PostToolUse command hooks, then "
+            f"{len(calls)} in-server prechecks")
+
+    def command(event: str, payload: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "osiris", "hook", "claude-code", event],
+                              input=json.dumps(payload), capture_output=True, text=True,
+                              env=env, timeout=120, check=False)
+        took = time.perf_counter() - started
+        if done.returncode != 0 or "skipped" in done.stdout:
+            raise RuntimeError(f"hook {event} failed: {done.stdout} {done.stderr[-400:]}")
+        return took
+
+    pre_s, post_s = [], []
+    for pre, post in calls:
+        pre_s.append(command("pre-tool-use", pre))
+        post_s.append(command("post-tool-use", post))
+
+    async def in_server() -> list[float]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "osiris"], env=env)
+        times = []
+        async with Client(params, mode="legacy") as client:
+            for pre, _ in calls:
+                started = time.perf_counter()
+                result = await client.call_tool("osiris_precheck", {
+                    "task_id": f"session:{pre['session_id']}-mcp", "tool": pre["tool_name"],
+                    "args": json.dumps(pre["tool_input"]), "format": "claude-code"})
+                times.append(time.perf_counter() - started)
+                if result.is_error:
+                    raise RuntimeError(f"in-server precheck failed: {result.content}")
+        return times
+
+    server_s = asyncio.run(in_server())
+    rows = [("command hook PreToolUse (process start + precheck)", pre_s),
+            ("command hook PostToolUse (process start + observe)", post_s),
+            ("in-server precheck, format=claude-code (mcp_tool hook path)", server_s)]
+    ctx.add_rows("hook_perf", [{"measure": name, "n": len(v), "median_s": median(v),
+                                "p99_s": percentile(v, 99), "max_s": max(v)}
+                               for name, v in rows])
+    table = ["| path | n | p50 ms | p99 ms |", "|---|---|---|---|"]
+    table += [f"| {name} | {len(v)} | {ms(median(v))} | {ms(percentile(v, 99))} |"
+              for name, v in rows]
+    ctx.perf_sections.append("\n".join([
+        "## Client hooks",
+        "",
+        f"Round trip of Claude Code hooks over the first {len(calls)} tool calls of the "
+        "bundled Claude Code traces (one session per trace, each call prechecked then "
+        "observed). The command hook is `osiris hook claude-code …` as Claude Code runs "
+        "it: a new process per call, reading the payload on stdin. The in-server path is "
+        "what an `mcp_tool` hook costs: one `osiris_precheck(format=\"claude-code\")` call "
+        "to a running stdio server, timed at the client.",
+        "",
+        *table,
+        ""]))
+    ctx.say(f"hooks: command p50 {ms(median(pre_s))} ms, in-server p50 "
+            f"{ms(median(server_s))} ms")

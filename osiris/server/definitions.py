@@ -61,8 +61,8 @@ TOOLS: tuple[ToolDef, ...] = (
         "precheck",
         "Call before risky or repeated actions. Verdicts: allow, warn, suggest_alternative "
         "(e.g. recall a ref), require_approval (repeat with confirmed=true), block.",
-        _schema(["task_id", "tool"], task_id=S, tool=S, args=OBJ, path=S,
-                confirmed={"type": "boolean"}),
+        _schema(["task_id", "tool"], task_id=S, tool=S, args={}, path=S,
+                confirmed={"type": "boolean"}, format={"enum": ["json", "claude-code"]}),
         read_only=False, idempotent=False),
     ToolDef(
         "observe",

@@ -19,6 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
+from osiris.core import client_hooks
 from osiris.engine import Engine
 from osiris.errors import InvalidInputError, OsirisError
 from osiris.server import answers
@@ -69,6 +70,24 @@ def error_result(exc: Exception) -> CallToolResult:
 def ok_result(tool: str, answer: dict[str, Any]) -> CallToolResult:
     """Short text plus the structured answer."""
     return CallToolResult(content=[TextContent(type="text", text=answers.text_of(tool, answer))],
+                          structured_content=answer)
+
+
+def hook_result(precheck: Callable[[], dict[str, Any]]) -> CallToolResult:
+    """``precheck(format="claude-code")``: the PreToolUse decision as the text (what an
+    ``mcp_tool`` hook parses), the precheck answer as structured content. A failure
+    leaves the user's tool alone: no decision, a warning for the user."""
+    try:
+        answer = precheck()
+        doc = answer.pop("client_output")
+    except Exception as exc:
+        if not isinstance(exc, OsirisError):
+            log.exception("unexpected error in an OSIRIS hook precheck")
+        problem = f"{exc.code}: {exc}" if isinstance(exc, OsirisError) else \
+            f"internal error {type(exc).__name__}"
+        answer, doc = {"error": problem}, client_hooks.allow_with_warning(problem)
+    return CallToolResult(content=[TextContent(type="text",
+                                               text=client_hooks.decision_json(doc))],
                           structured_content=answer)
 
 
@@ -128,12 +147,18 @@ def _make_tool(defn: ToolDef, gate: EngineGate, validators: Validators, dotted: 
         try:
             args = validators.check(defn.key, {k: v for k, v in kwargs.items()
                                                if v is not None})
-            if defn.key == "call":
-                target = args["op"]
-                inner = validators.check(target, args["args"])
-                return ok_result(target, _call_engine(gate, target, inner, principal_of(ctx)))
-            return ok_result(defn.key, _call_engine(gate, defn.key, args, principal_of(ctx)))
+            key = defn.key
+            if key == "call":
+                key, args = args["op"], validators.check(args["op"], args["args"])
+            hook_format = args.pop("format", "json") if key == "precheck" else "json"
         except Exception as exc:  # every failure becomes an isError result, never a crash
+            return error_result(exc)
+        if hook_format != "json":  # an mcp_tool hook: the client's decision JSON as text
+            args["client_format"] = hook_format
+            return hook_result(lambda: _call_engine(gate, key, args, principal_of(ctx)))
+        try:
+            return ok_result(key, _call_engine(gate, key, args, principal_of(ctx)))
+        except Exception as exc:
             return error_result(exc)
 
     def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:

@@ -207,4 +207,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         # Full paths a call's arguments name (what a handoff's path checks look at).
         "ALTER TABLE calls ADD COLUMN paths VARCHAR DEFAULT ''",
     )),
+    Migration("0008_client_sessions", (
+        # A client's session (Claude Code's session_id, seen by its hooks) and the task
+        # OSIRIS created for it on first sight: a session that never called plan is
+        # still governed and measured.
+        """CREATE TABLE client_sessions (
+            session_id VARCHAR PRIMARY KEY,
+            client VARCHAR NOT NULL,
+            task_id VARCHAR NOT NULL,
+            cwd VARCHAR,
+            created_us BIGINT NOT NULL
+        )""",
+    )),
 )

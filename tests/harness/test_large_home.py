@@ -17,6 +17,7 @@ from osiris.harness.large_home import build_large_home, verify_large_home
 from osiris.health import collect_health
 from osiris.store.audit import audit_task
 from osiris.store.state import Store
+from tests.conftest import home_rows
 
 TASKS, EVENTS = 50, 5_000
 END_US = 1_790_000_000_000_000
@@ -34,35 +35,26 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     return home, result
 
 
-def _rows(home: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    store = Store(Settings(home=home))
-    try:
-        with store.read() as con:
-            return [tuple(r) for r in con.execute(sql, params or []).fetchall()]
-    finally:
-        store.close()
-
-
 def test_the_home_has_the_requested_size(built: tuple[Path, dict[str, Any]]) -> None:
     home, result = built
     assert result["counts"]["tasks"] == TASKS
     assert result["counts"]["events"] == EVENTS == result["head_seq"]
-    assert _rows(home, "SELECT count(*), min(seq), max(seq), count(DISTINCT seq) FROM events"
+    assert home_rows(home, "SELECT count(*), min(seq), max(seq), count(DISTINCT seq) FROM events"
                  ) == [(EVENTS, 1, EVENTS, EVENTS)]
-    assert _rows(home, "SELECT count(*) FROM tasks") == [(TASKS,)]
-    assert _rows(home, "SELECT count(DISTINCT task_id) FROM events") == [(TASKS,)]
+    assert home_rows(home, "SELECT count(*) FROM tasks") == [(TASKS,)]
+    assert home_rows(home, "SELECT count(DISTINCT task_id) FROM events") == [(TASKS,)]
     # Every table the engine writes per task is filled, and every blob is on disk.
     for table in ("ledger", "calls", "task_refs", "refs", "tool_results", "failures",
                   "memory", "usage_reports", "handoffs"):
         assert result["counts"][table] > 0, table
-    refs = [r for (r,) in _rows(home, "SELECT ref FROM refs")]
+    refs = [r for (r,) in home_rows(home, "SELECT ref FROM refs")]
     store = Store(Settings(home=home))
     assert all(store.refs.check(ref).ok for ref in refs)
     store.close()
     # Times fall in the 30 days before END_US, in journal order per task.
-    low, high = _rows(home, "SELECT min(ts_us), max(ts_us) FROM events")[0]
+    low, high = home_rows(home, "SELECT min(ts_us), max(ts_us) FROM events")[0]
     assert END_US - 30 * 86_400_000_000 <= low < high <= END_US
-    assert _rows(home, "SELECT count(*) FROM (SELECT ts_us < lag(ts_us) OVER (PARTITION BY"
+    assert home_rows(home, "SELECT count(*) FROM (SELECT ts_us < lag(ts_us) OVER (PARTITION BY"
                        " task_id ORDER BY seq) AS back FROM events) WHERE back") == [(0,)]
 
 
@@ -90,9 +82,9 @@ def test_no_template_value_survives(built: tuple[Path, dict[str, Any]]) -> None:
     home, _ = built
     for needle in ("tmpl-", "t_7e57", "\ue000", "2020-09-1"):
         like = f"%{needle}%"
-        assert _rows(home, "SELECT count(*) FROM events WHERE body LIKE ? OR actor LIKE ?"
+        assert home_rows(home, "SELECT count(*) FROM events WHERE body LIKE ? OR actor LIKE ?"
                            " OR task_id LIKE ?", [like] * 3) == [(0,)], needle
-        assert _rows(home, "SELECT count(*) FROM tasks WHERE state LIKE ? OR objective LIKE ?"
+        assert home_rows(home, "SELECT count(*) FROM tasks WHERE state LIKE ? OR objective LIKE ?"
                            " OR agent_id LIKE ? OR project_id LIKE ?", [like] * 4) == [(0,)]
 
 
@@ -109,11 +101,11 @@ def test_chain_and_health(built: tuple[Path, dict[str, Any]]) -> None:
 
 def test_states_match_their_hashes_and_the_journal(built: tuple[Path, dict[str, Any]]) -> None:
     home, _ = built
-    for task_id, text, digest in _rows(home, "SELECT task_id, state, state_hash FROM tasks"):
+    for task_id, text, digest in home_rows(home, "SELECT task_id, state, state_hash FROM tasks"):
         state = TaskState.from_dict(json.loads(text))
         assert state.task_id == task_id
         assert state.state_hash() == digest  # canonical JSON, hashed as the engine does
-        journaled = _rows(home, "SELECT body->>'state_hash' FROM events WHERE task_id = ? AND"
+        journaled = home_rows(home, "SELECT body->>'state_hash' FROM events WHERE task_id = ? AND"
                                 " body LIKE '%\"state_hash\"%' ORDER BY seq DESC LIMIT 1",
                           [task_id])
         assert journaled == [(digest,)]
@@ -127,9 +119,9 @@ def test_audit_is_lossless(built: tuple[Path, dict[str, Any]]) -> None:
     assert singles and all(a["lossless"] for a in singles)
     store = Store(Settings(home=home))
     try:
-        children = [t for (t,) in _rows(home, "SELECT task_id FROM tasks"
+        children = [t for (t,) in home_rows(home, "SELECT task_id FROM tasks"
                                               " WHERE parent_task_id IS NOT NULL")]
-        parents = [t for (t,) in _rows(home, "SELECT DISTINCT parent_task_id FROM tasks"
+        parents = [t for (t,) in home_rows(home, "SELECT DISTINCT parent_task_id FROM tasks"
                                              " WHERE parent_task_id IS NOT NULL")]
         assert all(audit_task(store, t).lossless for t in parents)
         for child in children:
@@ -146,7 +138,7 @@ def test_the_engine_keeps_working_on_the_home(built: tuple[Path, dict[str, Any]]
                                               tmp_path: Path) -> None:
     home = tmp_path / "copy"
     shutil.copytree(built[0], home)
-    task_id = _rows(home, "SELECT task_id FROM tasks WHERE parent_task_id IS NULL"
+    task_id = home_rows(home, "SELECT task_id FROM tasks WHERE parent_task_id IS NULL"
                           " ORDER BY updated_us DESC LIMIT 1")[0][0]
     with Engine(Settings(home=home)) as engine:
         resumed = engine.plan("resume", task_id=task_id)

@@ -1,0 +1,247 @@
+"""Client hooks: a client's hook JSON in, OSIRIS's verdict out, in the client's format.
+
+Claude Code runs hooks before and after each tool call. A PreToolUse hook reads
+``{"session_id", "cwd", "hook_event_name", "tool_name", "tool_input", "tool_use_id"}``
+and may answer ``{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+"permissionDecision": "allow"|"deny"|"ask", "permissionDecisionReason": ...,
+"additionalContext": ...}}``; a PostToolUse hook also gets ``tool_response``
+(PostToolUseFailure gets ``error`` instead). This module is pure: it parses those
+payloads, turns a tool response into the text OSIRIS observes, and maps a precheck
+answer to a decision:
+
+============================  =====================================================
+precheck verdict              Claude Code decision
+============================  =====================================================
+allow                         no decision (the user's own permission rules apply)
+warn                          no decision, the warning as ``additionalContext``
+suggest_alternative           ``deny``, the reason names the alternative (a ref to
+                              recall instead of re-reading)
+require_approval              ``ask``, with the reason
+block                         ``deny``, with the required action
+============================  =====================================================
+
+OSIRIS never answers ``allow``: that would skip the user's permission prompt, and
+OSIRIS not objecting is not the user consenting.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from osiris.errors import InvalidInputError
+
+CLIENTS = ("claude-code",)
+EVENTS = ("pre-tool-use", "post-tool-use")
+PRE_EVENT, POST_EVENTS = "PreToolUse", ("PostToolUse", "PostToolUseFailure")
+# OSIRIS's own tools, under any server name: never prechecked or observed by the hooks
+# (the agent already called OSIRIS; observing the call would count it twice).
+OWN_TOOL = re.compile(r"^mcp__.+__osiris_(plan|precheck|observe|recall|checkpoint|handoff"
+                      r"|call)$|^mcp__.+__osiris\.(plan|precheck|observe|recall|checkpoint"
+                      r"|handoff)$")
+_PATH_KEYS = ("file_path", "notebook_path", "path")
+MAX_REASON_CHARS = 600
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """One hook payload, validated."""
+
+    event: str  # PreToolUse, PostToolUse or PostToolUseFailure
+    session_id: str
+    cwd: str | None
+    tool: str
+    tool_input: dict[str, Any]
+    tool_use_id: str | None
+    response: Any = None
+    error: str | None = None
+
+    @property
+    def own_tool(self) -> bool:
+        """A call to OSIRIS itself (left alone)."""
+        return bool(OWN_TOOL.match(self.tool))
+
+    @property
+    def path(self) -> str | None:
+        """The file the call names, if any."""
+        for key in _PATH_KEYS:
+            value = self.tool_input.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+
+def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
+    """The payload of hook ``event`` (pre-tool-use or post-tool-use), or InvalidInputError
+    saying what is wrong."""
+    if event not in EVENTS:
+        raise InvalidInputError(f"unknown hook event {event!r}: use one of "
+                                + ", ".join(EVENTS))
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"hook input is not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise InvalidInputError("hook input must be a JSON object")
+    name = doc.get("hook_event_name")
+    expected = (PRE_EVENT,) if event == "pre-tool-use" else POST_EVENTS
+    if name is None:
+        name = expected[0]
+    if name not in expected:
+        raise InvalidInputError(f"hook_event_name {name!r} is not a {event} event "
+                                f"(expected {' or '.join(expected)})")
+    session, tool = doc.get("session_id"), doc.get("tool_name")
+    if not isinstance(session, str) or not session:
+        raise InvalidInputError("session_id is missing or not a string")
+    if not isinstance(tool, str) or not tool:
+        raise InvalidInputError("tool_name is missing or not a string")
+    tool_input = doc.get("tool_input", {})
+    if tool_input is None:
+        tool_input = {}
+    if not isinstance(tool_input, dict):
+        raise InvalidInputError("tool_input must be an object")
+    cwd, use_id, error = doc.get("cwd"), doc.get("tool_use_id"), doc.get("error")
+    return HookCall(event=str(name), session_id=session, tool=tool, tool_input=tool_input,
+                    cwd=cwd if isinstance(cwd, str) else None,
+                    tool_use_id=use_id if isinstance(use_id, str) else None,
+                    response=doc.get("tool_response"),
+                    error=None if error is None else str(error))
+
+
+def response_text(call: HookCall) -> tuple[str, bool]:
+    """What the tool returned, as the text OSIRIS observes, and whether it failed."""
+    if call.event == "PostToolUseFailure" or call.error is not None:
+        return call.error or _flatten(call.response), True
+    response = call.response
+    failed = False
+    if isinstance(response, dict):
+        failed = bool(response.get("is_error") or response.get("isError")
+                      or response.get("interrupted"))
+        code = response.get("exit_code", response.get("returnCode"))
+        if isinstance(code, int) and code != 0:
+            failed = True
+    return _flatten(response), failed
+
+
+def _flatten(response: Any) -> str:
+    """Claude Code's tool_response shapes (Bash, Read, Grep, Glob, MCP content) as text."""
+    if response is None:
+        return ""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, list):  # MCP content blocks
+        parts = [b.get("text", "") if isinstance(b, dict) and b.get("type") == "text"
+                 else _flatten(b) for b in response]
+        return "\n".join(p for p in parts if p)
+    text = _flatten_object(response) if isinstance(response, dict) else None
+    if text is not None:
+        return text
+    return json.dumps(response, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _flatten_object(response: dict[str, Any]) -> str | None:
+    """Bash (stdout/stderr), Read (file.content), Grep (content or filenames), MCP
+    results; None for shapes without a text of their own (dumped as JSON)."""
+    if "stdout" in response or "stderr" in response:
+        out, err = str(response.get("stdout") or ""), str(response.get("stderr") or "")
+        return out + ("\n" + err if out and err else err)
+    file = response.get("file")
+    inner: Any = None
+    if isinstance(file, dict) and isinstance(file.get("content"), str):
+        inner = file["content"]
+    elif isinstance(response.get("content"), str | list):
+        inner = response["content"]
+    elif isinstance(response.get("filenames"), list):
+        inner = "\n".join(str(f) for f in response["filenames"])
+    elif "structuredContent" in response or "result" in response:
+        inner = response.get("structuredContent", response.get("result"))
+    return None if inner is None else _flatten(inner)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS - 1] + "…"
+
+
+def _alternative_text(alternative: dict[str, Any] | None) -> str:
+    if not alternative:
+        return ""
+    if alternative.get("op") == "recall" and alternative.get("ref"):
+        return (f" Instead: osiris_recall(ref={alternative['ref']!r}) — the output is "
+                "already stored.")
+    if alternative.get("instead"):
+        return f" Instead: {alternative['instead']}."
+    return " Instead: " + json.dumps(alternative, ensure_ascii=False, sort_keys=True) + "."
+
+
+def pre_tool_use_decision(answer: dict[str, Any], note: str | None = None) -> dict[str, Any]:
+    """Claude Code's PreToolUse output for a precheck answer (``{}``: no objection);
+    ``note`` is context the agent should get whatever the verdict."""
+    verdict = answer.get("verdict", "allow")
+    reasons = "; ".join(str(r) for r in answer.get("reasons", ()))
+    head = f"OSIRIS {verdict}: {reasons}" if reasons else f"OSIRIS {verdict}"
+    out: dict[str, Any] = {"hookEventName": PRE_EVENT}
+    if note:
+        out["additionalContext"] = note
+    if verdict == "allow":
+        return {"hookSpecificOutput": out} if note else {}
+    if verdict == "warn":
+        out["additionalContext"] = _clip(" ".join(filter(None, (note, head))))
+    elif verdict == "suggest_alternative":
+        out["permissionDecision"] = "deny"
+        out["permissionDecisionReason"] = _clip(head + "."
+                                                + _alternative_text(answer.get("alternative")))
+    elif verdict == "require_approval":
+        out["permissionDecision"] = "ask"
+        out["permissionDecisionReason"] = _clip(head)
+    elif verdict == "block":
+        action = answer.get("required_action")
+        out["permissionDecision"] = "deny"
+        out["permissionDecisionReason"] = _clip(
+            head + (f". Required first: {action}" if action else ""))
+    else:
+        raise InvalidInputError(f"unknown precheck verdict {verdict!r}")
+    return {"hookSpecificOutput": out}
+
+
+def post_tool_use_output(answer: dict[str, Any], event: str,
+                         note: str | None = None) -> dict[str, Any]:
+    """Claude Code's PostToolUse output for an observe answer: quiet unless LoopGuard or
+    the context pressure has something the agent should hear (or ``note`` is given)."""
+    notes = [note] if note else []
+    loop = answer.get("loop")
+    patterns = loop.get("patterns", []) if isinstance(loop, dict) else []
+    for pattern in patterns:
+        if isinstance(pattern, dict) and pattern.get("level") in ("warn", "block"):
+            notes.append(f"OSIRIS LoopGuard {pattern['level']} ({pattern.get('pattern')}): "
+                         f"{pattern.get('message', '')}")
+    prune = answer.get("prune")
+    if isinstance(prune, dict) and prune.get("triggered"):
+        refs = ", ".join(str(d.get("ref")) for d in prune.get("drop", [])[:5])
+        notes.append(f"OSIRIS prune advice: drop {refs} from your context "
+                     f"({prune.get('pruned_tokens', 0)} tokens), then send "
+                     "osiris_observe(kind='dropped', result=<ref>) for each")
+    if not notes:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event,
+                                   "additionalContext": _clip(" ".join(notes))}}
+
+
+def shown_text(output: dict[str, Any]) -> str:
+    """The part of a hook's output that reaches the model (what OSIRIS books as its
+    overhead): a decision's reason or the added context; nothing for no decision."""
+    inner = output.get("hookSpecificOutput", {})
+    return "\n".join(str(inner[k]) for k in ("permissionDecisionReason", "additionalContext")
+                     if inner.get(k))
+
+
+def allow_with_warning(problem: str) -> dict[str, Any]:
+    """The output when the hook itself failed: the tool goes ahead, the user is told."""
+    return {"systemMessage": _clip(f"OSIRIS hook skipped ({problem}); the tool call was "
+                                   "not checked")}
+
+
+def decision_json(doc: dict[str, Any]) -> str:
+    """The single line a hook writes on stdout."""
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))

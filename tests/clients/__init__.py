@@ -1,0 +1,1 @@
+"""Client integration: hooks and installers."""

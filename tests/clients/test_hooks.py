@@ -1,0 +1,304 @@
+"""`osiris hook claude-code …` through the real command, with payloads from real traces."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osiris.core.tokens import default_counter
+from tests.clients import payloads
+from tests.conftest import REPO, home_rows, run_cli
+from tests.server.transports import client_for, osiris_env, run
+
+RULES = '''
+[[invariant]]
+id = "no-force-push"
+when = { tool = "Bash", args = { command = "git push .*--force" } }
+verdict = "block"
+message = "Never force-push"
+
+[[invariant]]
+id = "prefer-grep-tool"
+when = { tool = "Bash", args = { command = "^grep -r" } }
+verdict = "suggest_alternative"
+alternative = "use the Grep tool"
+message = "grep -r is slow here"
+
+[[invariant]]
+id = "no-test-edit"
+when = { tool = "Edit", path_glob = "tests/**" }
+verdict = "require_approval"
+message = "Editing tests needs approval"
+
+[[invariant]]
+id = "careful-with-migrations"
+when = { path_glob = "**/migrations/*.py" }
+verdict = "warn"
+message = "Migrations are append-only"
+'''
+
+
+def hook(event: str, payload: Any, *, env: dict[str, str] | None = None,
+         raw: str | None = None) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    """Run the real hook command; its stdout parsed ({} when silent)."""
+    done = run_cli("hook", "claude-code", event, env=env,
+                   stdin=raw if raw is not None else json.dumps(payload))
+    assert done.returncode == 0, done.stderr  # a hook never blocks by exit code
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 1, done.stdout  # one JSON line or nothing
+    return (json.loads(lines[0]) if lines else {}), done
+
+
+def decision(doc: dict[str, Any]) -> tuple[str | None, str]:
+    out = doc.get("hookSpecificOutput", {})
+    return out.get("permissionDecision"), out.get("permissionDecisionReason") or \
+        out.get("additionalContext", "")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".osiris").mkdir(parents=True)
+    (root / ".osiris" / "invariants.toml").write_text(RULES)
+    return root
+
+
+def test_the_recorded_payloads_are_the_traces() -> None:
+    recorded = json.loads(payloads.RECORDED.read_text("utf-8"))
+    assert recorded == payloads.recorded_sample()
+    assert set(recorded) == {"Bash", "Read", "Edit", "Grep", "mcp"}
+
+
+@pytest.mark.parametrize("tool", ["Bash", "Read", "Edit", "Grep", "mcp"])
+def test_recorded_calls_are_prechecked_and_observed(tool: str, osiris_home: Path) -> None:
+    sample = json.loads(payloads.RECORDED.read_text("utf-8"))[tool]
+    before, _ = hook("pre-tool-use", sample["pre"])
+    session = sample["pre"]["session_id"]
+    (task,) = home_rows(osiris_home, "SELECT task_id FROM client_sessions WHERE session_id = ?",
+                   [session])[0]
+    # No decision (OSIRIS never grants a permission itself); on first sight of the
+    # session the agent is told which task governs it.
+    note = f"OSIRIS task {task} governs this session: use it as task_id with OSIRIS tools."
+    assert before == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                             "additionalContext": note}}
+    assert hook("pre-tool-use", sample["pre"])[0] == {}  # then silent while allowed
+    after, _ = hook("post-tool-use", sample["post"])
+    assert after == {}
+    kinds = [k for (k,) in home_rows(osiris_home, "SELECT kind FROM events WHERE task_id = ?"
+                                             " ORDER BY seq", [task])]
+    assert kinds == ["task.start", "precheck", "precheck", "observe.result"]
+    # Only what reaches the model is booked as OSIRIS's overhead: the note, once.
+    booked = home_rows(osiris_home, "SELECT kind, tokens FROM ledger WHERE task_id = ? AND"
+                               " kind LIKE 'answer.%'", [task])
+    assert booked == [("answer.precheck", default_counter().count(note))]
+    (tool_name,) = home_rows(osiris_home, "SELECT tool FROM calls WHERE task_id = ?", [task])[0]
+    assert tool_name == sample["pre"]["tool_name"]
+    # What the tool returned is stored whole, behind a ref the agent can recall.
+    answer = json.loads(home_rows(osiris_home, "SELECT body FROM events WHERE task_id = ? AND"
+                                          " kind = 'observe.result'", [task])[0][0])
+    assert answer.get("tokens", 0) > 0
+
+
+def test_a_whole_session_through_the_hooks(osiris_home: Path) -> None:
+    """issue-271: 41 calls; the re-read of commands.ts after the compaction is answered
+    with the stored copy instead, and everything lands in one task."""
+    calls = list(payloads.trace_calls(payloads.TRACE_271))
+    decisions: list[tuple[str, str | None, str]] = []
+    for call in calls:
+        doc, _ = hook("pre-tool-use", payloads.pre_payload(call))
+        verdict, reason = decision(doc)
+        decisions.append((call.tool, verdict, reason))
+        if verdict == "deny":
+            continue  # Claude Code does not run a denied call: nothing to observe
+        hook("post-tool-use", payloads.post_payload(call))
+    ((task, count),) = home_rows(osiris_home, "SELECT task_id, count(*) OVER () FROM"
+                                         " client_sessions")
+    assert count == 1
+    denied = [(i, t, r) for i, (t, v, r) in enumerate(decisions) if v == "deny"]
+    assert denied and denied[0][1] == "Read" and "osiris_recall(ref='mem://sha256:" in \
+        denied[0][2]
+    observed = home_rows(osiris_home, "SELECT count(*) FROM calls WHERE task_id = ?", [task])[0][0]
+    assert observed == len(calls) - len(denied)
+    prechecks = home_rows(osiris_home, "SELECT count(*) FROM events WHERE task_id = ? AND"
+                                  " kind = 'precheck'", [task])[0][0]
+    assert prechecks == len(calls)
+    actors = {a for (a,) in home_rows(osiris_home, "SELECT DISTINCT actor FROM events WHERE"
+                                             " task_id = ?", [task])}
+    assert actors == {f"claude-code:{calls[0].session_id}"}
+    audit = run_cli("audit", "--task", task)
+    assert audit.returncode == 0, audit.stdout
+
+
+def test_each_verdict_maps_to_a_claude_code_decision(project: Path) -> None:
+    env = {"OSIRIS_ROOTS": str(project)}
+
+    def pre(tool: str, tool_input: dict[str, Any]) -> tuple[str | None, str]:
+        doc, _ = hook("pre-tool-use", {"session_id": "verdicts", "cwd": str(project),
+                                       "hook_event_name": "PreToolUse", "tool_name": tool,
+                                       "tool_input": tool_input}, env=env)
+        return decision(doc)
+
+    verdict, text = pre("Bash", {"command": "ls"})  # allow: no decision (first sight: a note)
+    assert verdict is None and text.startswith("OSIRIS task t_")
+    assert pre("Bash", {"command": "ls"}) == (None, "")
+    verdict, text = pre("Read", {"file_path": str(project / "app/migrations/0002.py")})
+    assert verdict is None and text.startswith("OSIRIS warn:") and "append-only" in text
+    verdict, text = pre("Bash", {"command": "grep -r TODO ."})
+    assert verdict == "deny" and "Instead: use the Grep tool" in text
+    verdict, text = pre("Edit", {"file_path": str(project / "tests/test_app.py"),
+                                 "old_string": "a", "new_string": "b"})
+    assert verdict == "ask" and "Editing tests needs approval" in text
+    verdict, text = pre("Bash", {"command": "git push origin main --force"})
+    assert verdict == "deny" and "Never force-push" in text
+
+
+def test_repeated_failures_are_blocked_with_the_required_action() -> None:
+    failing = {"session_id": "loop", "cwd": "/w", "tool_name": "Bash",
+               "tool_input": {"command": "pytest -q tests/test_x.py"}}
+    notes = []
+    for _ in range(3):
+        doc, _ = hook("pre-tool-use", {**failing, "hook_event_name": "PreToolUse"})
+        assert decision(doc)[0] is None
+        after, _ = hook("post-tool-use", {**failing, "hook_event_name": "PostToolUseFailure",
+                                          "error": "FAILED tests/test_x.py::test_a - "
+                                                   "AssertionError: 1 != 2"})
+        notes.append(after.get("hookSpecificOutput", {}).get("additionalContext", ""))
+    assert "LoopGuard block (repeated_failure)" in notes[-1]
+    doc, _ = hook("pre-tool-use", {**failing, "hook_event_name": "PreToolUse"})
+    verdict, reason = decision(doc)
+    assert verdict == "deny" and "Required first: stop retrying" in reason
+
+
+def test_osiris_own_tools_are_left_alone(osiris_home: Path) -> None:
+    own = {"session_id": "own", "cwd": "/w", "hook_event_name": "PreToolUse",
+           "tool_name": "mcp__osiris__osiris_recall", "tool_input": {"ref": "x"}}
+    assert hook("pre-tool-use", own)[0] == {}
+    assert hook("post-tool-use", {**own, "hook_event_name": "PostToolUse",
+                                  "tool_response": [{"type": "text", "text": "x"}]})[0] == {}
+    assert home_rows(osiris_home, "SELECT count(*) FROM events")[0][0] == 0
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    ("", "not JSON"),
+    ("{not json", "not JSON"),
+    ("[1, 2]", "must be a JSON object"),
+    ('{"tool_name": "Bash", "tool_input": {}}', "session_id is missing"),
+    ('{"session_id": "s", "tool_input": {}}', "tool_name is missing"),
+    ('{"session_id": "s", "tool_name": "Bash", "tool_input": "ls"}', "tool_input must be"),
+    ('{"session_id": "s", "tool_name": "Bash", "hook_event_name": "Stop"}', "not a pre-tool"),
+    ('{"session_id": "../../etc", "tool_name": "Bash", "tool_input": {}}', "not a session id"),
+])
+def test_malformed_input_is_logged_and_allowed(raw: str, problem: str,
+                                               osiris_home: Path) -> None:
+    doc, done = hook("pre-tool-use", None, raw=raw)
+    assert set(doc) == {"systemMessage"} and problem in doc["systemMessage"]
+    assert "not checked" in doc["systemMessage"] and "hook pre-tool-use skipped" in done.stderr
+    logged = [json.loads(line) for line in
+              (osiris_home / "hooks.log").read_text("utf-8").splitlines()]
+    assert logged[-1]["event"] == "pre-tool-use" and problem in logged[-1]["problem"]
+    assert "input_head" not in logged[-1]  # the input itself may hold secrets
+
+
+def test_wrong_arguments_or_a_broken_home_never_block(tmp_path: Path) -> None:
+    payload = {"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+    for args in (["hook", "cursor", "pre-tool-use"], ["hook", "claude-code", "before"]):
+        done = run_cli(*args, stdin=json.dumps(payload))
+        assert done.returncode == 0 and "systemMessage" in json.loads(done.stdout)
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    done = run_cli("hook", "claude-code", "pre-tool-use", stdin=json.dumps(payload),
+                   env={"OSIRIS_HOME": str(not_a_dir)})
+    assert done.returncode == 0
+    assert "configuration error" in json.loads(done.stdout)["systemMessage"]
+
+
+def test_a_new_session_seen_by_concurrent_hooks_gets_one_task(osiris_home: Path) -> None:
+    payload = {"session_id": "parallel", "cwd": "/w", "hook_event_name": "PreToolUse",
+               "tool_name": "Read", "tool_input": {"file_path": "/w/a.py"}}
+
+    def one(i: int) -> int:
+        body = {**payload, "tool_input": {"file_path": f"/w/f{i}.py"}}
+        return subprocess.run([sys.executable, "-m", "osiris", "hook", "claude-code",
+                               "pre-tool-use"], input=json.dumps(body), text=True,
+                              capture_output=True, env=osiris_env(), cwd=REPO,
+                              timeout=120, check=False).returncode
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(one, range(6))) == [0] * 6
+    assert home_rows(osiris_home, "SELECT count(*) FROM client_sessions") == [(1,)]
+    assert home_rows(osiris_home, "SELECT count(*) FROM tasks") == [(1,)]
+    assert home_rows(osiris_home, "SELECT count(*) FROM events WHERE kind = 'precheck'") == [(6,)]
+
+
+def test_mcp_tool_hook_path_answers_the_same_decision(project: Path) -> None:
+    """`osiris_precheck(format="claude-code")` from a real stdio client, as an
+    ``mcp_tool`` hook calls it (args as the JSON text Claude Code substitutes)."""
+    env = osiris_env(OSIRIS_ROOTS=str(project))
+    push = {"command": "git push origin main --force"}
+
+    async def flow() -> list[Any]:
+        async with client_for("stdio", "auto", env=env) as client:
+            out = []
+            for args in (json.dumps(push), {"command": "ls"}, "{broken"):
+                result = await client.call_tool("osiris_precheck", {
+                    "task_id": "session:mcp-hook", "tool": "Bash", "args": args,
+                    "format": "claude-code"})
+                assert not result.is_error
+                out.append(json.loads(result.content[0].text))
+            return out
+
+    denied, allowed, broken = run(flow())
+    assert decision(denied)[0] == "deny" and "Never force-push" in decision(denied)[1]
+    assert allowed == {}
+    assert "not checked" in broken["systemMessage"]
+    # The command hook and the in-server path share the session's task.
+    doc, _ = hook("pre-tool-use", {"session_id": "mcp-hook", "tool_name": "Bash",
+                                   "tool_input": push, "hook_event_name": "PreToolUse"},
+                  env={"OSIRIS_ROOTS": str(project)})
+    assert decision(doc) == decision(denied)
+    home = Path(env["OSIRIS_HOME"])
+    assert home_rows(home, "SELECT count(*) FROM client_sessions") == [(1,)]
+
+
+def test_health_reports_calls_that_went_through_unchecked() -> None:
+    hook("post-tool-use", None, raw='{"session_id": 7}')
+    health = json.loads(run_cli("health").stdout)
+    assert health["client_hooks"]["skipped"] == 1
+    assert "session_id is missing" in health["client_hooks"]["last"]["problem"]
+    assert any("went through unchecked" in w for w in health["warnings"])
+
+
+def test_the_installed_hook_commands_run(tmp_path: Path, project: Path) -> None:
+    """`osiris install claude-code --project`, then the exact commands it wrote, run by a
+    shell as Claude Code runs them."""
+    home = tmp_path / "installed-home"
+    done = run_cli("install", "claude-code", "--project-dir", str(project), "--home",
+                   str(home), env={"HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((project / ".claude" / "settings.json").read_text("utf-8"))["hooks"]
+    push = {"session_id": "installed", "cwd": str(project), "tool_name": "Bash",
+            "tool_input": {"command": "git push -f origin main --force"}}
+
+    def run_installed(event: str, payload: dict[str, Any]) -> dict[str, Any]:
+        (group,) = hooks[event]
+        command = group["hooks"][0]["command"]
+        out = subprocess.run(["sh", "-c", command], input=json.dumps(payload), text=True,
+                             capture_output=True, timeout=120, check=False, cwd=project,
+                             env={"PATH": "/usr/bin:/bin"})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout) if out.stdout.strip() else {}
+
+    denied = run_installed("PreToolUse", {**push, "hook_event_name": "PreToolUse"})
+    assert decision(denied)[0] == "deny" and "Never force-push" in decision(denied)[1]
+    assert run_installed("PostToolUseFailure", {**push, "hook_event_name":
+                                                "PostToolUseFailure", "error": "rejected"}
+                         ) == {}
+    (task,) = home_rows(home, "SELECT task_id FROM client_sessions")[0]
+    assert home_rows(home, "SELECT kind FROM events WHERE task_id = ? ORDER BY seq", [task]) == [
+        ("task.start",), ("precheck",), ("observe.error",)]
