@@ -25,3 +25,19 @@ def test_readme_gives_the_two_set_up_commands() -> None:
     assert "python3 -m pip install nox && python3 -m nox -s tests lint" in readme
     ci = (REPO / ".ci" / "run").read_text()
     assert "nox -s tests lint" in ci
+
+
+def test_readme_speed_figures_come_from_the_committed_perf_report() -> None:
+    readme = (REPO / "README.md").read_text()
+    perf = (REPO / "reports" / "PERF.md").read_text()
+    paragraphs = [p for p in readme.split("\n\n") if p.startswith("Measured o")]
+    assert len(paragraphs) >= 2  # the dashboard's and the hooks'
+    for paragraph in paragraphs:
+        text = " ".join(paragraph.split())
+        figures = re.findall(r"(\d[\d,]*(?:\.\d+)?) (?:and \d[\d,.]* )?ms", text)
+        figures += re.findall(r"and (\d[\d,]*(?:\.\d+)?) ms", text)
+        figures += re.findall(r"\d{1,3}(?:,\d{3})+", text)
+        assert len(figures) >= 4, text
+        missing = [f for f in figures if f"| {f} |" not in perf and f" {f} " not in perf
+                   and f"{f} " not in perf]
+        assert not missing, f"README speed figures not in reports/PERF.md: {missing}"
