@@ -189,6 +189,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "without a token: set OSIRIS_HTTP_TOKEN (the dashboard shows payload "
                          "text) or bind 127.0.0.1\n")
         return 2
+    if not settings.db_path.exists():  # a mistyped OSIRIS_HOME must not show an empty home
+        sys.stderr.write(f"osiris-dashboard: there is no OSIRIS home at {settings.home} (no "
+                         f"{settings.db_path.name}): set OSIRIS_HOME to the home your MCP "
+                         "servers use, or start one there first\n")
+        return 2
     reports = Path(args.reports).resolve() if args.reports else default_reports(settings)
     logging.basicConfig(stream=sys.stderr, level=settings.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -18,7 +18,10 @@ from osiris.store.db import fetch_row, rows_as_dicts
 from osiris.store.state import Store
 
 PAGE = 50
-_DRIFT = "body LIKE '%\"drift\":{\"changes\"%'"
+# Any drift verdict but "none" (a cheap LIKE first, then the verdict itself: keys are
+# sorted, so a semantic break's body starts with "cause", a growth's with "changes").
+_DRIFT = ("body LIKE '%\"drift\":{%' AND"
+          " coalesce(json_extract_string(body, '$.drift.verdict'), 'none') <> 'none'")
 _VERDICT = ("kind = 'precheck' AND (body NOT LIKE '%\"verdict\":\"allow\"%'"
             " OR body LIKE '%\"sources\":[\"loopguard%')")
 _LOOP = "kind LIKE 'observe.%' AND body LIKE '%\"loop\":[\"%'"
@@ -196,12 +199,10 @@ class Queries:
                           [after[0], after[0], after[1]]) if after else ("", [])
         with self.store.read() as con:
             rows = rows_as_dicts(con.execute(
-                "SELECT ref, size_bytes, tokens, media_type, created_us, redactions"
-                f" FROM refs {clause} ORDER BY created_us DESC, ref LIMIT ?",
-                [*params, limit + 1]))
-            for row in rows:
-                row["tasks"] = fetch_row(con, "SELECT count(*) FROM task_refs WHERE ref = ?",
-                                         [row["ref"]])[0]
+                "WITH page AS (SELECT ref, size_bytes, tokens, media_type, created_us,"
+                f" redactions FROM refs {clause} ORDER BY created_us DESC, ref LIMIT ?)"
+                " SELECT page.*, (SELECT count(*) FROM task_refs tr WHERE tr.ref = page.ref)"
+                " AS tasks FROM page ORDER BY created_us DESC, ref", [*params, limit + 1]))
         more = len(rows) > limit
         rows = rows[:limit]
         return Page(rows, f"{rows[-1]['created_us']}:{rows[-1]['ref']}"

@@ -190,10 +190,10 @@ class Views:
         kind = request.query_params.get("filter", "all")
         if kind not in FILTERS:
             kind = "all"
-        before = request.query_params.get("before")
+        before = request.query_params.get("before") or ""
         events = self.queries.events(kind=kind, task_id=task_id,
-                                     before_seq=int(before) if before and before.isdigit()
-                                     else None)
+                                     before_seq=int(before) if before.isascii()
+                                     and before.isdigit() else None)
         return self._page(request, "task.html", task_id=task_id, manifest=manifest,
                           status=status, chart=Markup(chart),  # noqa: S704
                           ledger=self.queries.task_ledger(task_id),
@@ -239,7 +239,7 @@ class Views:
             return self._problem(request, 400, f"unknown filter {kind[:40]!r}: use one of "
                                  + ", ".join(FILTERS))
         before = request.query_params.get("before")
-        if before is not None and not before.isdigit():
+        if before is not None and not (before.isascii() and before.isdigit()):
             return self._problem(request, 400, "before must be an event number")
         page = self.queries.events(kind=kind, before_seq=int(before) if before else None)
         return self._page(request, "events.html", page=page, filter=kind,

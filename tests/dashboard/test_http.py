@@ -25,7 +25,8 @@ def _populate(home: Path, tasks: int = 1) -> dict[str, Any]:
     engine = Engine(Settings(home=home))
     try:
         main = engine.plan("start", objective=f"fix the parser {HOSTILE}",
-                           steps=["read", "fix", "test"])["task_id"]
+                           steps=["read", "fix", "test"],
+                           decisions=["patch the tokenizer in place"])["task_id"]
         engine.observe(main, "result", tool="Bash", args={"command": "pytest -x"},
                        result="collected 40 items\n" * 400)
         for attempt in range(4):
@@ -37,6 +38,8 @@ def _populate(home: Path, tasks: int = 1) -> dict[str, Any]:
         engine.recall(page["ref"], "grep", pattern="script", task_id=main)
         engine.observe(main, "dropped", result=page["ref"])
         engine.plan("update", task_id=main, active_step=1, completed=[0])
+        engine.plan("update", task_id=main,  # a pinned decision rewritten: semantic break
+                    decisions=[{"index": 0, "text": "rewrite the parser from scratch"}])
         engine.observe(main, "head", result="You are a coding agent. Now: 2026-11-30T10:00:00Z")
         engine.observe(main, "head", result="You are a coding agent. Now: 2026-11-30T10:05:00Z")
         others = [engine.plan("start", objective=f"task number {i}")["task_id"]
@@ -62,7 +65,8 @@ def test_every_page_renders_with_real_engine_data(site: Any) -> None:
              "/tasks": ["task number 118", "older tasks"],
              f"/tasks?q={task}": [task, "fix the parser"],
              f"/tasks/{task}": ["OSIRIS/1 task=", "SEAL=sha256:", "Ledger by kind", "drop_receipt"],
-             "/events?filter=drift": ["drift critical", "re-prefill"],
+             "/events?filter=drift": ["drift critical", "re-prefill",
+                                      "drift semantic_break"],
              "/events?filter=verdicts": ["block", "loopguard:repeated_failure"],
              "/events?filter=loopguard": ["LoopGuard:"],
              "/refs": ["bytes", "redactions"],
@@ -136,6 +140,15 @@ def test_tokens_are_required_beyond_loopback_and_honoured_on_loopback(
         env=env, capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2
     assert "without a token: set OSIRIS_HTTP_TOKEN" in refused.stderr
+
+    missing = tmp_path / "no-such-home"
+    refused = subprocess.run(
+        [sys.executable, "-c", "import sys; from osiris.dashboard import main; "
+         "sys.exit(main(sys.argv[1:]))", "--port", "1"],
+        env=osiris_env(OSIRIS_HOME=str(missing)), capture_output=True, text=True,
+        timeout=60, check=False)
+    assert refused.returncode == 2 and "there is no OSIRIS home at" in refused.stderr
+    assert not (missing / "osiris.duckdb").exists()
 
     token = "dashboard-token-0123456789"
     with dashboard(osiris_env(OSIRIS_HOME=str(tmp_path), OSIRIS_HTTP_TOKEN=token)) as base:
