@@ -111,6 +111,11 @@ class Settings:
         return self.operating_context_path or self.home / "operating-context.toml"
 
     @property
+    def hooks_log_path(self) -> Path:
+        """Client hook calls that went through unchecked (``osiris health`` reports them)."""
+        return self.home / "hooks.log"
+
+    @property
     def reports_dir(self) -> Path:
         """Where per-home reports and exports go."""
         return self.home / "reports"

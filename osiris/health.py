@@ -29,7 +29,7 @@ def _version_of(dist: str) -> str | None:
 
 def _hook_log(settings: Settings, warnings: list[str]) -> dict[str, Any]:
     """Client hooks that had to let a call through unchecked (``hooks.log``)."""
-    path = settings.home / "hooks.log"
+    path = settings.hooks_log_path
     try:
         lines = path.read_text("utf-8", errors="replace").splitlines()
     except OSError:

@@ -130,12 +130,12 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
     """A client hook: the client's JSON on stdin, its decision JSON on stdout."""
-    from osiris.clients.claude_code import HookOutcome, run_hook
+    from osiris.clients.claude_code import CLIENT, run_hook, skipped
 
     raw = sys.stdin.buffer.read()
-    outcome: HookOutcome
-    if args.client != "claude-code":
-        outcome = skipped_hook(f"unknown client {args.client!r}: use claude-code")
+    if args.client != CLIENT:
+        outcome = skipped(settings, args.event, f"unknown client {args.client!r}: use "
+                          f"{CLIENT}", raw)
     else:
         outcome = run_hook(settings, args.event, raw)
     if outcome.stdout:
@@ -294,15 +294,6 @@ def _add_install_parsers(sub: Any) -> None:
     uninstall.set_defaults(func=cmd_uninstall)
 
 
-def skipped_hook(problem: str) -> Any:
-    """A hook that could not run: no decision, a warning (never exit 2, which blocks)."""
-    from osiris.clients.claude_code import HookOutcome
-    from osiris.core.client_hooks import allow_with_warning, decision_json
-
-    sys.stderr.write(f"osiris: hook skipped: {problem}\n")
-    return HookOutcome(decision_json(allow_with_warning(problem)), EXIT_OK, problem)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``osiris``."""
     parser = build_parser()
@@ -315,9 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             Settings.from_env()
         except ConfigError as exc:  # a broken configuration must not block the tool
-            sys.stdin.buffer.read()
-            sys.stdout.write(skipped_hook(f"configuration error: {exc}").stdout + "\n")
-            return EXIT_OK
+            from osiris.clients.claude_code import skipped
+
+            raw = sys.stdin.buffer.read()
+            outcome = skipped(None, args.event, f"configuration error: {exc}", raw)
+            sys.stdout.write(outcome.stdout + "\n")
+            return outcome.exit_code
     return run_with_settings(func, args)
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from osiris.config import Settings
@@ -29,7 +30,9 @@ from osiris.errors import OsirisError
 
 log = logging.getLogger(__name__)
 CLIENT = "claude-code"
-HOOK_LOG = "hooks.log"
+# Below the timeout `osiris install` gives the hook (10 s): a busy store must end in a
+# logged skip, not in Claude Code killing the hook and waiting out its timeout.
+HOOK_LOCK_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -68,31 +71,35 @@ def run_hook(settings: Settings, event: str, raw: bytes) -> HookOutcome:
     try:
         call = client_hooks.parse_hook_input(raw, event)
     except OsirisError as exc:
-        return _skipped(settings, event, f"malformed hook input: {exc}", raw)
+        return skipped(settings, event, f"malformed hook input: {exc}", raw)
+    settings = replace(settings, lock_timeout_s=min(settings.lock_timeout_s,
+                                                    HOOK_LOCK_TIMEOUT_S))
     try:
         with Engine(settings) as engine:
             handler = pre_tool_use if event == "pre-tool-use" else post_tool_use
             doc = handler(engine, call)
     except OsirisError as exc:
-        return _skipped(settings, event, f"{exc.code}: {exc}", raw)
+        return skipped(settings, event, f"{exc.code}: {exc}", raw)
     except Exception as exc:  # any failure of OSIRIS must leave the user's tool alone
         log.exception("OSIRIS hook failed")
-        return _skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw)
+        return skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw)
     return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
 
 
-def _skipped(settings: Settings, event: str, problem: str, raw: bytes) -> HookOutcome:
-    """Log the problem; let the tool call go ahead with a visible warning."""
+def skipped(settings: Settings | None, event: str, problem: str, raw: bytes) -> HookOutcome:
+    """Log the problem (``hooks.log`` when the settings are known); let the tool call go
+    ahead with a visible warning, exit 0."""
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "client": CLIENT, "event": event, "problem": problem,
                        "input_bytes": len(raw)},  # not the input itself: it may hold secrets
                       ensure_ascii=False)
-    try:
-        settings.home.mkdir(parents=True, exist_ok=True)
-        with (settings.home / HOOK_LOG).open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-    except OSError as exc:  # the log is a courtesy; the answer must still go out
-        log.warning("cannot write %s: %s", settings.home / HOOK_LOG, exc)
-    log.warning("hook %s skipped: %s", event, problem)
+    if settings is not None:
+        try:
+            settings.home.mkdir(parents=True, exist_ok=True)
+            with settings.hooks_log_path.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError as exc:  # the log is a courtesy; the answer must still go out
+            log.warning("cannot write %s: %s", settings.hooks_log_path, exc)
+    sys.stderr.write(f"osiris: hook {event} skipped: {problem}\n")
     return HookOutcome(client_hooks.decision_json(client_hooks.allow_with_warning(problem)),
                        0, problem)

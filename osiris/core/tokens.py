@@ -38,7 +38,7 @@ class TiktokenCounter:
     def __init__(self, encoding_name: str = ENCODING_NAME, *, lazy: bool = False) -> None:
         self._name = encoding_name
         if encoding_name not in _OFFLINE_NAMES:
-            _load(encoding_name)  # raises the clear ConfigError
+            raise _unavailable(encoding_name)
         # Loading the BPE file costs ~0.2 s: a lazy counter pays it on the first count
         # (a client hook that only prechecks never counts, and starts that much faster).
         self._loaded: tiktoken.Encoding | None = None if lazy else _load(encoding_name)
@@ -66,14 +66,16 @@ class TiktokenCounter:
         return str(self._encoding.decode(tokens))
 
 
+def _unavailable(encoding_name: str) -> ConfigError:
+    return ConfigError(f"token encoding {encoding_name!r} is not available offline: use one "
+                       "of " + ", ".join(sorted(_OFFLINE_NAMES)))
+
+
 @functools.lru_cache(maxsize=4)
 def _load(encoding_name: str) -> tiktoken.Encoding:
     offline = _OFFLINE_NAMES.get(encoding_name)
     if offline is None:
-        raise ConfigError(
-            f"token encoding {encoding_name!r} is not available offline: use one of "
-            + ", ".join(sorted(_OFFLINE_NAMES))
-        )
+        raise _unavailable(encoding_name)
     try:
         return tiktoken.get_encoding(offline)
     except ValueError as exc:  # plugin not installed

@@ -93,8 +93,9 @@ class Database:
         if self._current is not None:
             yield self._current
             return
-        self._ensure_migrated()
         with self._mutex, self._connection(read_only=False) as con:
+            if not self._migrated:  # on this connection: no second open just to check
+                self._apply_migrations(con)
             con.execute("BEGIN TRANSACTION")
             self._current = con
             try:

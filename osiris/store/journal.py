@@ -183,7 +183,23 @@ def verify_chain(con: duckdb.DuckDBPyConnection, home: Path) -> ChainReport:
 
 
 def remove_stale_temp_files(home: Path) -> None:
-    """Delete witness temp files left by a process killed mid-write."""
+    """Delete witness temp files left by a process killed mid-write.
+
+    Only those of dead processes (the writer's pid is in the name): a live writer may be
+    between writing its temp file and renaming it, without the store lock held here."""
     for path in home.glob(f".{WITNESS_NAME}.*.tmp"):
+        pid = path.name.removeprefix(f".{WITNESS_NAME}.").split(".", 1)[0]
+        if pid.isascii() and pid.isdigit() and _alive(int(pid)):
+            continue
         with contextlib.suppress(OSError):
             os.unlink(path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True

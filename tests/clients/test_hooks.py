@@ -302,3 +302,29 @@ def test_the_installed_hook_commands_run(tmp_path: Path, project: Path) -> None:
     (task,) = home_rows(home, "SELECT task_id FROM client_sessions")[0]
     assert home_rows(home, "SELECT kind FROM events WHERE task_id = ? ORDER BY seq", [task]) == [
         ("task.start",), ("precheck",), ("observe.error",)]
+
+
+def test_a_busy_store_is_a_logged_skip_before_the_hook_times_out(osiris_home: Path) -> None:
+    """The installed hook has 10 s; OSIRIS waits at most 5 s for the store's lock, so a
+    busy store ends in a skip the user sees, not in Claude Code killing the hook."""
+    import fcntl
+    import os
+
+    from osiris.config import Settings
+    from osiris.store.state import Store
+
+    store = Store(Settings(home=osiris_home))
+    store.db.migrate()
+    fd = os.open(store.db.lock_path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another process's long write
+    try:
+        doc, _ = hook("pre-tool-use", {"session_id": "busy", "tool_name": "Bash",
+                                       "tool_input": {"command": "ls"},
+                                       "hook_event_name": "PreToolUse"},
+                      env={"OSIRIS_LOCK_TIMEOUT_S": "30"})
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        store.close()
+    assert "store_busy" in doc["systemMessage"] and "5s" in doc["systemMessage"]
+    assert "store_busy" in (osiris_home / "hooks.log").read_text("utf-8")

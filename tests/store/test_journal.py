@@ -111,3 +111,22 @@ def test_rolled_back_transaction_leaves_no_event_and_no_witness_move(
     with store.read() as con:
         report = journal.verify_chain(con, osiris_home)
     assert report.ok and report.head_seq == 2
+
+
+def test_only_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from osiris.store.journal import remove_stale_temp_files
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    home = tmp_path / "h"
+    home.mkdir()
+    left = home / f".journal.witness.{dead}.ab12cd34.tmp"  # a writer killed mid-write
+    live = home / f".journal.witness.{os.getpid()}.ab12cd34.tmp"  # a writer at work
+    for path in (left, live):
+        path.write_text("{}")
+    remove_stale_temp_files(home)
+    assert not left.exists() and live.exists()
