@@ -152,19 +152,15 @@ class Engine:
             if mode == "create":
                 authorize(tx.con, check_task_id(task_id), principal)
                 answer = handoffs.create(self.ctx, tx, task_id=task_id, contract=contract)
-            elif mode == "accept":
-                # The unguessable handoff id is the capability that admits the child.
-                answer = handoffs.accept(self.ctx, tx, handoff_id=handoff_id,
-                                         agent_id=agent_id, owner=principal)
             else:
-                parent, child = handoffs.parties(tx, handoff_id)
-                if principal is not None:
-                    allowed = [t for t in (parent, child) if t is not None]
-                    if not any(tx.con.execute("SELECT 1 FROM tasks WHERE task_id = ? AND"
-                                              " owner = ?", [t, principal]).fetchone()
-                               for t in allowed):
-                        raise NotFoundError(f"handoff {handoff_id!r} does not exist")
-                if mode == "complete":
+                # One ownership rule for every other mode, as for tasks and refs: a handoff
+                # belongs to the identity that owns its parent task. The handoff id alone
+                # admits nobody (it is shown to whoever the parent agent tells).
+                handoffs.authorize(tx, handoff_id, principal)
+                if mode == "accept":
+                    answer = handoffs.accept(self.ctx, tx, handoff_id=handoff_id,
+                                             agent_id=agent_id, owner=principal)
+                elif mode == "complete":
                     answer = handoffs.complete(self.ctx, tx, handoff_id=handoff_id,
                                                task_id=task_id, result=result)
                 else:

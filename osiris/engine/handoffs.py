@@ -31,10 +31,19 @@ HANDOFF_MODES = ("create", "accept", "complete", "status")
 _REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
 
 
-def parties(tx: Tx, handoff_id: object) -> tuple[str, str | None]:
-    """The parent and child task ids of a handoff."""
+def authorize(tx: Tx, handoff_id: object, principal: str | None) -> None:
+    """NotFoundError unless the handoff exists and ``principal`` owns its parent task.
+
+    Another identity gets the same answer as for a handoff that does not exist (no
+    existence oracle), whatever the mode. Without a principal (stdio, in process) every
+    caller of the home is trusted, as for tasks."""
     row = _row(tx, handoff_id)
-    return row["parent"], row["child"]
+    if principal is None:
+        return
+    owner = tx.con.execute("SELECT owner FROM tasks WHERE task_id = ?",
+                           [row["parent"]]).fetchone()
+    if owner is None or owner[0] != principal:
+        raise NotFoundError(f"handoff {row['handoff_id']!r} does not exist")
 
 
 def _row(tx: Tx, handoff_id: object) -> dict[str, Any]:
