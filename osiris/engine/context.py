@@ -119,7 +119,15 @@ def account_answer(ctx: EngineContext, tx: Tx, task_id: str | None, operation: s
     if shown is not None and not shown:
         return
     tokens = ctx.counter.count(canonical_json(answer) if shown is None else shown)
-    tx.ledger(kind=f"answer.{operation}", task_id=task_id, event_seq=tx.last_event_seq,
+    # The row is booked on an event of its own task (the audit checks that every ledger row
+    # of a task is backed by one): an operation that journaled nothing for this task (a
+    # handoff status, a memory lookup, a repeated accept, the child's side of an accept)
+    # journals the answer itself.
+    seq = tx.last_event_of(task_id)
+    if seq is None:
+        seq = tx.event("answer", {"operation": operation, "tokens": tokens},
+                       task_id=task_id).seq
+    tx.ledger(kind=f"answer.{operation}", task_id=task_id, event_seq=seq,
               encoding=ctx.counter.encoding_name, tokens=tokens, overhead_tokens=tokens,
               context_tokens=tokens, cost_model=ctx.cost_model.name,
               cost_usd=ctx.cost_model.token_cost(tokens))

@@ -1526,12 +1526,8 @@ def summarize_home(store: Store) -> dict[str, Any]:
 
 
 def verify_large_home(home: Path, *, sample: int = 5, seed: int = 0) -> dict[str, Any]:
-    """``osiris health`` and ``osiris audit`` of ``sample`` tasks (chosen with ``seed``).
-
-    Handoff children are audited apart: the engine attributes the ledger rows of a
-    child's ``handoff`` answers to the parent's journal event, which the audit counts as
-    unbacked (a defect of the engine that copies faithfully reproduce).
-    """
+    """``osiris health`` and ``osiris audit`` of ``sample`` tasks (chosen with ``seed``);
+    each audit says whether the task is a handoff child."""
     from osiris.health import collect_health
     from osiris.store.audit import audit_task
 

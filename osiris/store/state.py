@@ -135,6 +135,13 @@ class Tx:
         """Sequence number of the newest event in the chain (this transaction's included)."""
         return self._cursor.seq
 
+    def last_event_of(self, task_id: str | None) -> int | None:
+        """Sequence number of the newest event of ``task_id`` appended in this transaction."""
+        for event in reversed(self._cursor.appended):
+            if event.task_id == task_id:
+                return event.seq
+        return None
+
     def usage_report(self, *, task_id: str, event_seq: int, provider: str, prompt_tokens: int,
                      cache_read_tokens: int, cache_write_tokens: int, output_tokens: int,
                      estimated_prompt_tokens: int | None, raw: dict[str, Any]) -> None:
