@@ -246,3 +246,21 @@ def judge(history: Sequence[CallRecord], tool: str, args_hash: str, config: Loop
         if check is not None:
             findings.append(check)
     return findings
+
+
+def judge_observed(history: Sequence[CallRecord], call: CallRecord, config: LoopConfig,
+                   ) -> list[LoopFinding]:
+    """LoopGuard's findings about ``call``, which has just run after ``history``.
+
+    A duplicate is judged against the calls before it (so a first call is never a
+    duplicate of itself, and a repeat names the earlier event); failures, oscillation
+    and runaway are patterns of the history including it."""
+    recent = _since_progress(history)
+    names = (call.tool, call.family) if call.family != call.tool else (call.tool,)
+    findings: list[LoopFinding] = []
+    duplicate = _duplicate(recent, call.tool, call.args_hash, config, names)
+    if duplicate is not None:
+        findings.append(duplicate)
+    findings += [f for f in judge([*history, call], call.tool, call.args_hash, config,
+                                  call.family) if f.pattern != "exact_duplicate"]
+    return findings

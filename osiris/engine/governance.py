@@ -168,13 +168,13 @@ def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
                   signature.digest if signature else None,
                   signature.text if signature else None, loopguard.is_mutating(tool),
                   seen is None, file_targets(args), named_paths(args))
-    # The answer tells the agent what repeating this call would meet.
+    # The answer tells the agent what this call repeated or the pattern it completes.
     this = loopguard.CallRecord(seq=history[-1].seq + 1 if history else 1, tool=tool,
                                 args_hash=args_hash, fingerprint=fp, family=family,
                                 is_error=is_error, error_signature=row.error_signature,
                                 error_text=row.error_text, mutating=row.mutating,
                                 novel=row.novel, ref=ref, targets=row.targets)
-    findings = loopguard.judge([*history, this], tool, args_hash, rules.loop, family)
+    findings = loopguard.judge_observed(history, this, rules.loop)
     if signature is not None:
         state = _record_failure(tx, state, family, args_hash, signature.digest, signature.text)
     else:
