@@ -1,14 +1,20 @@
 """Sandboxed file reads for ``observe(kind="file")``: inside OSIRIS_ROOTS only.
 
 A path is resolved (symlinks followed) and must then lie inside one of the roots,
-so neither ``..`` nor a symlink can escape. The file is opened without following
-a final symlink (closing the race between the check and the open), must be a
-regular file, at most ``max_bytes`` long, and text: binary content is refused
+so neither ``..`` nor a symlink can escape; symlinks that stay inside the roots work.
+The resolved path holds no symlinks, so the file is then opened by walking its
+components from a descriptor of the root, each with ``O_NOFOLLOW``: if anything on
+the way was swapped for a symlink after the check (a directory replaced by a link
+to somewhere else), the walk meets it and refuses, so no interleaving of the check
+and the open can reach a file outside the roots. Opening only the full path with
+``O_NOFOLLOW`` guarded the last component alone, and lost that race. The file must
+be a regular file, at most ``max_bytes`` long, and text: binary content is refused
 with a clear error rather than stored as mojibake.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -57,13 +63,46 @@ def resolve_in_roots(raw: str, roots: tuple[Path, ...]) -> tuple[Path, Path]:
                        f"({'; '.join(str(r) for r in roots)})")
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_below_root(resolved: Path, root: Path) -> int:
+    """A descriptor of ``resolved`` reached from ``root`` without following any symlink.
+
+    ``resolved`` comes from :func:`resolve_in_roots`, so none of its components is a
+    symlink; meeting one here (ELOOP, or ENOTDIR for a link to a file) means the tree
+    changed since the check, and the read is refused rather than followed.
+    """
+    parts = resolved.relative_to(root).parts
+    try:
+        # The root itself is configuration, trusted as it stands (symlinks included).
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SandboxError(f"cannot open the root {root}: {exc.strerror}") from None
+    try:
+        for i, name in enumerate(parts):
+            last = i == len(parts) - 1
+            try:
+                child = os.open(name, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in {errno.ELOOP, errno.ENOTDIR, errno.ENOENT}:
+                    raise SandboxError(
+                        f"{resolved} changed while OSIRIS opened it (a part of the path "
+                        "was moved or replaced by a symlink); observe it again") from None
+                raise SandboxError(f"cannot open {resolved}: {exc.strerror}") from None
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_text_file(raw: str, roots: tuple[Path, ...], max_bytes: int) -> FileRead:
     """Read a text file inside the roots, with every check of the module docstring."""
     resolved, root = resolve_in_roots(raw, roots)
-    try:
-        fd = os.open(resolved, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise SandboxError(f"cannot open {resolved}: {exc.strerror}") from None
+    fd = open_below_root(resolved, root)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
