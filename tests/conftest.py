@@ -1,7 +1,9 @@
-"""Shared fixtures: every test gets its own OSIRIS_HOME (simonw/llm's habit)."""
+"""Shared fixtures: every test gets its own OSIRIS_HOME (simonw/llm's habit), and the whole
+run gets a scratch HOME, so no test (nor a process it starts) touches the user's home."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -17,6 +19,64 @@ from osiris.store.state import Store
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = REPO / "datasets" / "traces"
+# The user's OSIRIS home as it was before the run redirected HOME (the guard below).
+REAL_OSIRIS_HOME = Path(os.path.expanduser("~")) / ".osiris"
+# Variables that point at the user's own directories (client configs, XDG data).
+_USER_DIR_VARIABLES = ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+                       "XDG_CACHE_HOME", "XDG_STATE_HOME")
+_REAL_HOME_STATE = pytest.StashKey[tuple[bool, dict[str, tuple[int, int]]]]()
+
+
+def _tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file under ``root``: what a write would change."""
+    state = {}
+    for path in sorted(root.rglob("*")) if root.exists() else []:
+        with contextlib.suppress(OSError):  # a file removed while we walk
+            info = path.lstat()
+            state[str(path.relative_to(root))] = (info.st_size, info.st_mtime_ns)
+    return state
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Remember the real ~/.osiris before any test runs."""
+    session.config.stash[_REAL_HOME_STATE] = (REAL_OSIRIS_HOME.exists(),
+                                              _tree_state(REAL_OSIRIS_HOME))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if the real ~/.osiris was created or changed while it ran: some test
+    started OSIRIS without the test's OSIRIS_HOME and without the scratch HOME (an
+    environment built from nothing falls back to the passwd entry's home)."""
+    before = session.config.stash.get(_REAL_HOME_STATE, None)
+    if before is None:
+        return
+    after = (REAL_OSIRIS_HOME.exists(), _tree_state(REAL_OSIRIS_HOME))
+    if after == before:
+        return
+    changed = sorted(set(before[1].items()) ^ set(after[1].items()))
+    names = sorted({name for name, _ in changed})[:10]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = (f"the test run touched the user's real {REAL_OSIRIS_HOME} "
+               f"({'created' if not before[0] else 'changed: ' + ', '.join(names)}); "
+               "no test may write there (an OSIRIS of your own writing to it at the same "
+               "time changes it too)")
+    if reporter is not None:
+        reporter.write_line(f"ERROR: {message}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scratch_user_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """HOME is a scratch directory for the whole run, for this process and every process
+    a test starts (the MCP Inspector passes HOME on to the server it spawns even when it
+    drops everything else): ~/.osiris, ~/.claude, ~/.codex, ~/.mcp-inspector, ~/.ipython
+    all land there."""
+    home = tmp_path_factory.mktemp("user-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        for name in _USER_DIR_VARIABLES:
+            patch.delenv(name, raising=False)
+        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, home_rows
 from tests.server.transports import http_server, osiris_env
 
 
@@ -33,12 +33,20 @@ def _inspector() -> Path:
     return Path(found)
 
 
+def _server_env(env: dict[str, str]) -> list[str]:
+    """``-e KEY=VALUE`` options: the Inspector starts a stdio server with only a small
+    default environment (PATH, HOME, …), so OSIRIS_HOME and the rest must be passed on
+    explicitly or the server writes to ``~/.osiris``."""
+    names = sorted(k for k in env if k.startswith("OSIRIS_") or k == "PYTHONPATH")
+    return [option for k in names for option in ("-e", f"{k}={env[k]}")]
+
+
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     inspector = _inspector()
     env = {**env, "PATH": f"{inspector.parent}{os.pathsep}{Path(sys.executable).parent}"
                           f"{os.pathsep}{env.get('PATH', '')}"}
-    return subprocess.run([str(inspector), "--cli", *args], env=env, capture_output=True,
-                          text=True, timeout=180, check=False)
+    return subprocess.run([str(inspector), "--cli", *_server_env(env), *args], env=env,
+                          capture_output=True, text=True, timeout=180, check=False)
 
 
 def test_inspector_over_stdio(osiris_home: Path) -> None:
@@ -54,6 +62,10 @@ def test_inspector_over_stdio(osiris_home: Path) -> None:
     assert called.returncode == 0, called.stderr
     result = json.loads(called.stdout)
     assert result["structuredContent"]["manifest"].startswith("OSIRIS/1 task=")
+    # The server the Inspector spawned wrote to the test's home, not the user's.
+    task_id = result["structuredContent"]["task_id"]
+    assert home_rows(osiris_home, "SELECT objective FROM tasks WHERE task_id = ?",
+                     [task_id]) == [("inspector",)]
     failed = _run([*server, "--method", "tools/call", "--tool-name", "osiris_plan",
                    "--tool-arg", "mode=status", "--tool-arg", "task_id=t_nope"], env)
     assert failed.returncode == 5  # the Inspector's exit code for a tool error
