@@ -5,7 +5,8 @@ Every filter is pure and linear in the payload. Regular expressions, the caller'
 ours, run in RE2: no backtracking, so no pattern can stall the server. An answer never
 exceeds ``max_tokens`` as counted by the caller's :class:`TokenCounter`; when one is cut,
 its last line says so and :attr:`QueryResult.next` holds the recall arguments that
-continue exactly where it stopped (pages never overlap and never skip a line).
+continue exactly where it stopped (pages never overlap and never skip a line), written
+only with arguments the MCP recall tool accepts, so it can be passed back verbatim.
 Lines are split on ``\\n`` only and numbered from 1, the way ``grep -n`` and ``sed -n``
 count them, so line numbers agree across every op.
 """
@@ -85,7 +86,7 @@ def compile_pattern(pattern: object, *, ignore_case: bool = False) -> Any:
     if not isinstance(pattern, str) or not pattern:
         raise InvalidInputError("pattern must be a non-empty string: an RE2 regular "
                                 "expression such as 'FAILED|Error'")
-    if len(pattern) > MAX_PATTERN_CHARS:
+    if len(pattern.removeprefix("(?i)")) > MAX_PATTERN_CHARS:  # (?i): see _case_folded
         raise InvalidInputError(f"pattern has {len(pattern)} characters; the limit is "
                                 f"{MAX_PATTERN_CHARS}: pass a shorter expression")
     try:
@@ -99,6 +100,16 @@ def compile_pattern(pattern: object, *, ignore_case: bool = False) -> Any:
             f"pattern {shown!r} does not compile ({detail}). OSIRIS matches in linear time "
             "(RE2), so look-around ((?=…), (?!…), (?<=…), (?<!…)) and back-references (\\1) "
             "are not supported: rewrite the pattern without them") from exc
+
+
+def _case_folded(pattern: str, ignore_case: bool) -> str:
+    """``pattern`` with ``ignore_case`` folded in as RE2's ``(?i)`` flag.
+
+    A continuation must pass the MCP recall schema as it stands, and that schema has
+    no ``ignore_case`` (the tool description teaches ``(?i)`` instead, to keep the
+    tool definitions small); the flag matches exactly what ``ignore_case`` does.
+    """
+    return f"(?i){pattern}" if ignore_case and not pattern.startswith("(?i)") else pattern
 
 
 def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
@@ -309,8 +320,8 @@ def grep(data: bytes | str, pattern: str, *, counter: TokenCounter, max_tokens: 
     kept = row_lines[:fit.kept]
     return QueryResult(
         text=fit.text, truncated=at is not None or fit.cut, lines_total=lines.total,
-        next=None if at is None else {"op": "grep", "pattern": pattern, "context": context,
-                                      "n": n, "ignore_case": ignore_case, "start": at},
+        next=None if at is None else {"op": "grep", "pattern": _case_folded(pattern, ignore_case),
+                                      "context": context, "n": n, "start": at},
         returned_lines=sum(1 for i in kept if i is not None),
         matches=sum(1 for i in kept if i in shown), tokens=fit.tokens)
 

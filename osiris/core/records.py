@@ -295,7 +295,8 @@ def jsonl(data: bytes | str, *, counter: TokenCounter, max_tokens: int,
     at = resume(fit.kept, fit.cut)
     return QueryResult(
         text=fit.text, truncated=at is not None or fit.cut, lines_total=lines.total,
-        next=None if at is None else {"op": "jsonl", "where": where, "fields": fields,
-                                      "n": n, "start": at},
+        # Absent filters stay absent: a JSON null is not a list of fields to the schema.
+        next=None if at is None else {"op": "jsonl", "n": n, "start": at} | {
+            k: v for k, v in (("where", where), ("fields", fields)) if v is not None},
         returned_lines=fit.kept, matches=fit.kept, tokens=fit.tokens)
 

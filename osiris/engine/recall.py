@@ -70,8 +70,11 @@ def recall(ctx: EngineContext, tx: Tx, *, ref: object, op: str, pattern: object 
         result = records.jsonl(data, counter=counter, max_tokens=bound, where=where,
                                fields=fields, n=_int("n", n, 50, 1) or 50,
                                start=_int("start", start, 1, 1) or 1)
+    following = result.next
+    if following is not None and max_tokens is not None:  # pages keep the size asked for
+        following = {**following, "max_tokens": bound}
     answer: dict[str, Any] = {"ref": ref, "op": op, "text": result.text,
-                              "truncated": result.truncated, "next": result.next,
+                              "truncated": result.truncated, "next": following,
                               "tokens": result.tokens, "lines_total": result.lines_total}
     if result.matches is not None:
         answer["matches"] = result.matches

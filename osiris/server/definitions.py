@@ -83,7 +83,7 @@ TOOLS: tuple[ToolDef, ...] = (
                 op={"enum": ["grep", "range", "head", "tail", "outline", "aggregate",
                              "jsonl"]},
                 pattern=S, start=INT, end=INT, n=INT, context=INT, fields=STRS, where={},
-                max_tokens=INT, task_id=S),
+                max_tokens=INT, task_id=S, language=S),
         read_only=True, idempotent=True),
     ToolDef(
         "checkpoint",
