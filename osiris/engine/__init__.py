@@ -1,5 +1,7 @@
 """Engine: the one facade over core and store that the MCP server, the CLI and the
-benchmark all drive. Each public method is one store transaction (or one read).
+benchmark all drive. Each public method is one store transaction (or one read), and
+each scrubs every agent-supplied argument of secrets before anything else sees it
+(:mod:`osiris.engine.agent_input`).
 
 ``principal`` is the caller's authenticated identity (an HTTP bearer token's name);
 with one, a caller may use only the tasks it created. ``actor`` is what the journal
@@ -26,6 +28,7 @@ from osiris.core.tokens import TokenCounter, default_counter
 from osiris.engine import checkpoints, client_sessions, governance, handoffs, observing, planning
 from osiris.engine import memory as memory_ops
 from osiris.engine import recall as recall_op
+from osiris.engine.agent_input import scrubbing_facade
 from osiris.engine.context import (
     EngineContext,
     account_answer,
@@ -49,6 +52,7 @@ def check_client_format(client_format: object) -> None:
                                 + ", ".join(client_hooks.CLIENTS))
 
 
+@scrubbing_facade
 class Engine:
     """plan, precheck, observe, recall, checkpoint (and handoff) over one OSIRIS home."""
 

@@ -21,7 +21,7 @@ from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
 from osiris.core.preview import make_preview
 from osiris.core.prune import ContextItem, PruneAdvice, plan_prune
-from osiris.core.redaction import ScrubResult, scrub
+from osiris.core.redaction import ScrubResult, scrub, scrub_once
 from osiris.core.task_state import FileRecord, TaskState, ToolResult
 from osiris.engine import memory
 from osiris.engine.context import EngineContext
@@ -61,7 +61,7 @@ def store_payload(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, via: s
                   ) -> StoredPayload:
     """Scrub (unless already scrubbed), count, store once, record metadata, and make the
     ref the task's."""
-    scrubbed = scrubbed or scrub(text)
+    scrubbed = scrubbed or scrub_once(text)
     data = scrubbed.text.encode("utf-8")
     ref, _ = ctx.store.put_blob(data)
     tokens = ctx.counter.count(scrubbed.text)
@@ -137,7 +137,7 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
         text = _payload_text(ctx, kind, result)
         tool = tool or "unknown"
     args_text, args_hash = args_fingerprint(tool, call_args)
-    scrubbed = scrub(text)
+    scrubbed = scrub_once(text)
     scrubbed_digest = sha256_hex(scrubbed.text.encode("utf-8"))
     cache_key = sha256_hex(f"{args_hash}\u2016{scrubbed_digest}")
 

@@ -56,11 +56,18 @@ def stage_secrets(ctx: BenchContext) -> None:
     ctx.say(f"secrets: scrubbing every tool output under {traces}")
     rows, summary = secrets_report.scan_traces(traces)
     ctx.add_rows("secret_findings", rows or [{"trace": None, "step": None, "tool": None,
-                                              "rule_id": None, "kind": None,
+                                              "field": None, "rule_id": None, "kind": None,
                                               "context_before": None, "secret_chars": None}])
-    ctx.documents["SECRETS.md"] = secrets_report.render(summary, rows)
+    corpus_path = ctx.repo / "datasets" / "secrets" / "secret_corpus.toml"
+    corpus = secrets_report.corpus_recall(corpus_path)
+    fields = secrets_report.field_check(corpus_path, ctx.workdir / "secrets-home")
+    ctx.add_rows("secret_corpus", corpus)
+    ctx.add_rows("secret_fields", fields)
+    ctx.documents["SECRETS.md"] = secrets_report.render(summary, rows, corpus, fields)
     ctx.say(f"secrets: {summary['findings']} findings in {summary['outputs']} outputs, "
-            f"{summary['mb_per_s']:.1f} MB/s")
+            f"{summary['mb_per_s']:.1f} MB/s; corpus {sum(r['ok'] for r in corpus)}/"
+            f"{len(corpus)}; {sum(r['in_answer'] or r['in_store'] for r in fields)} field "
+            "leaks")
 
 
 def stage_benchmark(ctx: BenchContext) -> None:

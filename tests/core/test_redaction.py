@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from osiris.core.redaction import default_rules, scrub
+from tests.conftest import REPO
 
-CORPUS = tomllib.loads((Path(__file__).parent / "secret_corpus.toml").read_text("utf-8"))
+CORPUS_PATH = REPO / "datasets" / "secrets" / "secret_corpus.toml"
+
+CORPUS = tomllib.loads(CORPUS_PATH.read_text("utf-8"))
 
 
 @pytest.mark.parametrize("case", CORPUS["secret"], ids=lambda c: c["name"])
@@ -59,3 +61,12 @@ def test_hostile_input_is_handled_linearly(hostile: str) -> None:
 def test_private_key_without_end_marker_is_still_scrubbed() -> None:
     text = "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAB"
     assert "b3BlbnNzaC1rZXkt" not in scrub(text).text
+
+
+@pytest.mark.parametrize("case", CORPUS["secret"], ids=lambda c: c["name"])
+def test_scrubbing_twice_changes_nothing(case: dict[str, str]) -> None:
+    # Agent input is scrubbed where it enters the engine and payloads may pass the scrub
+    # again: a marker must never be taken for a secret.
+    once = scrub(case["context"].replace("{SECRET}", case["value"])).text
+    again = scrub(once)
+    assert again.text == once and again.redacted == 0
