@@ -50,7 +50,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The benchmark: regenerates reports/ (pass --quick for a small subset)."""
+    """The benchmark: regenerates reports/ and README.md's measured blocks (pass --quick
+    for a small subset, written to .osiris-bench/quick/)."""
     session.install("-e", ".[analysis]")
     # The peers: PyPI ones always; context-mode (npm) when npm is there. A peer that
     # does not install is reported in BENCHMARK.md with its error, not silently left out.

@@ -60,7 +60,10 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
         sys.stderr.write(f"osiris: {repo} has no datasets/traces: run the benchmark from a "
                          "clone of the OSIRIS repository or pass --repo\n")
         return EXIT_USAGE
-    out = Path(args.out).resolve() if args.out else repo / "reports"
+    # A quick run is a subset: by default it must not overwrite the committed reports/
+    # (nor the README blocks generated from them).
+    default = repo / ".osiris-bench" / "quick" if args.quick else repo / "reports"
+    out = Path(args.out).resolve() if args.out else default
     try:
         run(repo, out, quick=args.quick, stages=args.stage or None)
     except ValueError as exc:
@@ -225,9 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     footprint = sub.add_parser("footprint", help="tokens of the tool definitions (JSON)")
     footprint.set_defaults(func=cmd_footprint)
     bench = sub.add_parser("bench", help="run the benchmark; regenerates reports/")
-    bench.add_argument("--quick", action="store_true", help="small subset (for tests)")
+    bench.add_argument("--quick", action="store_true",
+                       help="small subset (for tests), into REPO/.osiris-bench/quick")
     bench.add_argument("--repo", default=".", help="clone of the repository (default: .)")
-    bench.add_argument("--out", help="report directory (default: REPO/reports)")
+    bench.add_argument("--out", help="report directory (default: REPO/reports, which also "
+                       "regenerates README.md's measured blocks)")
     bench.add_argument("--stage", action="append", help="run only this stage (repeatable)")
     bench.set_defaults(func=cmd_bench)
     replay = sub.add_parser(

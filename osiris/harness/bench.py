@@ -3,7 +3,8 @@
 Each stage drives real OSIRIS code (the store, the scrubber, and as the project
 grows the engine and the MCP server), returns rows, and contributes sections to
 the reports. Rows go to Parquet under ``reports/data/``; the Markdown reports are
-regenerated from them.
+regenerated from them, and so are README.md's measured blocks when the run writes the
+repository's own ``reports/`` (:mod:`osiris.harness.readme_blocks`).
 """
 
 from __future__ import annotations
@@ -168,7 +169,9 @@ def _append_to_duckdb(ctx: BenchContext, data: Path) -> None:
     import duckdb
     import polars as pl
 
-    con = duckdb.connect(str(data / "bench.duckdb"))
+    from osiris.store.db import connect_duckdb
+
+    con = connect_duckdb(data / "bench.duckdb")
     try:
         for name, rows in ctx.tables.items():
             frame = pl.DataFrame(rows, infer_schema_length=None)  # noqa: F841 (read by SQL)
@@ -195,12 +198,51 @@ def run(repo: Path, out: Path, *, quick: bool = False, stages: list[str] | None 
                        progress=progress)
     started = time.perf_counter()
     try:
+        durations = []
         for name in stages or list(STAGES):
             ctx.say(f"stage {name}")
+            began = time.perf_counter()
             STAGES[name](ctx)
+            durations.append((name, time.perf_counter() - began))
+        _record_durations(ctx, durations, every_stage=not stages or set(stages) >= set(STAGES))
         written = write_reports(ctx)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    written += _regenerate_readme(ctx)
     ctx.say(f"done in {time.perf_counter() - started:.1f} s; wrote {len(written)} files "
             f"under {out}")
     return written
+
+
+def _record_durations(ctx: BenchContext, durations: list[tuple[str, float]], *,
+                      every_stage: bool) -> None:
+    """Each stage's wall time, so that the README states how long the benchmark takes as
+    measured (``reports/data/bench_stages.parquet``, and a PERF.md section)."""
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    ctx.add_rows("bench_stages", [{"stage": name, "seconds": seconds, "quick": ctx.quick,
+                                   "all_stages": every_stage, "date_utc": today}
+                                  for name, seconds in durations])
+    if ctx.perf_sections:
+        ctx.perf_sections.append("\n".join([
+            "## This run", "", "Wall time of each stage (peer installs not included).", "",
+            "| stage | seconds |", "|---|---|",
+            *[f"| {name} | {seconds:,.1f} |" for name, seconds in durations], ""]))
+
+
+def _regenerate_readme(ctx: BenchContext) -> list[Path]:
+    """A run that writes the repository's own reports/ also rewrites the README's
+    ``bench:`` blocks from them, so README and reports always agree (a run into another
+    directory leaves the README alone)."""
+    from osiris.harness import readme_blocks
+
+    readme = ctx.repo / "README.md"
+    if ctx.out.resolve() != (ctx.repo / "reports").resolve() or not readme.exists():
+        return []
+    try:
+        changed = readme_blocks.write_readme(readme, ctx.out)
+    except ValueError as exc:  # a block the generator does not know: the reports stand
+        ctx.say(f"README.md not updated: {exc}")
+        return []
+    ctx.say("README.md: measured blocks regenerated" if changed else
+            "README.md: measured blocks unchanged")
+    return [readme] if changed else []

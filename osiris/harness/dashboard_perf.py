@@ -188,7 +188,10 @@ def stage_dashboard(ctx: BenchContext) -> None:
                          ("dashboard polls during the writes", polls)):
         rows.append({"measure": name, "n": len(values), "median_s": median(values),
                      "p99_s": percentile(values, 99), "max_s": max(values, default=0.0)})
-    ctx.add_rows("dashboard_perf", [{**r, "tasks": tasks, "events": events} for r in rows])
+    # The home's size goes with every row: the README quotes it from the Parquet.
+    ctx.add_rows("dashboard_perf", [{**r, "tasks": tasks, "events": events,
+                                     "ledger_rows": counts["ledger"],
+                                     "db_bytes": built["db_bytes"]} for r in rows])
     table = ["| measure | n | median ms | p99 ms | max ms | cached median ms |",
              "|---|---|---|---|---|---|"]
     table += [f"| {r['measure']} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} | "

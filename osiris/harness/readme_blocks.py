@@ -1,0 +1,349 @@
+"""The README's measured figures, generated from ``reports/`` (cog's habit).
+
+The README quotes the benchmark: token figures, identical from run to run, and timings,
+different on every run. So that it can never disagree with the reports, it quotes them
+only inside marked blocks::
+
+    <!-- bench:NAME -->
+    ...
+    <!-- /bench:NAME -->
+
+whose text :func:`render` produces from the files under ``reports/`` (the Parquet rows
+and ``FOOTPRINT.json``). A benchmark run that writes the repository's own ``reports/``
+rewrites the blocks (:func:`write_readme`), and ``tests/test_readme.py`` checks that the
+committed README's blocks are what the committed reports render. Text outside the
+blocks carries no measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from osiris.harness.report import SEED, _n, _pct, trace_tables
+from osiris.harness.stats import ms
+
+BLOCK = re.compile(r"<!-- bench:(?P<name>[a-z-]+) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->",
+                   re.DOTALL)
+AGENTS = {"claude-code": "Claude Code", "codex-cli": "Codex CLI",
+          "mini-swe-agent": "mini-swe-agent", "swe-agent": "SWE-agent"}
+LABELS = {"raw": "raw (every output kept)",
+          "client-native": "client-native (Claude Code spill + context editing)",
+          "osiris-adaptive": "OSIRIS adaptive", "oracle": "oracle (only the needed strings)"}
+WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+PERF_LINK = "[`reports/PERF.md`](reports/PERF.md)"
+
+
+class Reports:
+    """The files of one ``reports/`` directory, read on demand."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._tables: dict[str, list[dict[str, Any]]] = {}
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """The rows of ``data/<table>.parquet`` ([] when that stage never ran)."""
+        if table not in self._tables:
+            path = self.root / "data" / f"{table}.parquet"
+            if path.exists():
+                import polars as pl
+
+                self._tables[table] = pl.read_parquet(path).to_dicts()
+            else:
+                self._tables[table] = []
+        return self._tables[table]
+
+    def footprint(self) -> dict[str, Any] | None:
+        """``FOOTPRINT.json`` (None when the MCP stage never ran)."""
+        path = self.root / "FOOTPRINT.json"
+        return dict(json.loads(path.read_text("utf-8"))) if path.exists() else None
+
+    def measure(self, table: str, prefix: str) -> dict[str, Any] | None:
+        """The first row of ``table`` whose ``measure`` starts with ``prefix``."""
+        return next((r for r in self.rows(table) if str(r["measure"]).startswith(prefix)),
+                    None)
+
+
+def _word(k: int) -> str:
+    return WORDS[k] if 0 <= k < len(WORDS) else f"{k:,}"
+
+
+def _listing(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return f"{', '.join(items[:-1])} and {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+def _fixed_cost(rows: list[dict[str, Any]], system: str) -> int | None:
+    """What ``system`` re-sends with every prompt, as the sweep measured it."""
+    return next((int(r["fixed_overhead_tokens"]) for r in rows
+                 if r["workload"] == "sweep" and r["system"] == system), None)
+
+
+def _peer_labels(reports: Reports) -> dict[str, str]:
+    """``headroom-ai 0.42.0 (peer)`` from the peer's status row (package and version)."""
+    labels = {}
+    for peer in reports.rows("peers"):
+        found = re.match(r"(?:PyPI|npm) `([^`]+)`", str(peer["interface"] or ""))
+        package = found.group(1) if found else peer["peer"]
+        kind = ", MCP server" if "MCP server" in str(peer["interface"]) else ""
+        labels[peer["peer"]] = f"{package} {peer['version'] or ''} (peer{kind})".replace(
+            "  ", " ")
+    return labels
+
+
+def block_traces(reports: Reports) -> str:
+    """The real agent sessions: one row per system, and what the figures say."""
+    rows = reports.rows("results")
+    traces = [r for r in rows if r["workload"] == "traces"]
+    raw = {r["session"]: r for r in traces if r["system"] == "raw"}
+    if not raw:
+        return "The committed reports hold no replay of real agent sessions.\n"
+    _, totals = trace_tables(rows)
+    agents = list(dict.fromkeys(s.split("/")[0].split("__")[0] for s in sorted(raw)))
+    names = [AGENTS.get(a, a) for a in agents]
+    peers = _peer_labels(reports)
+    ranked = sorted((s for s in totals if s in peers), key=lambda s: -totals[s]["cumulative"])
+    order = [s for s in ("raw", "client-native") if s in totals] + ranked + [
+        s for s in ("osiris-adaptive", "oracle") if s in totals]
+    base = totals["raw"]
+    lines = [f"Real agent sessions — {len(raw)} transcripts of {_listing(names)}, "
+             f"{sum(r['steps'] for r in raw.values()):,} tool calls, "
+             f"{sum(r['needs_total'] for r in raw.values()):,} information needs derived "
+             "from what the agents used later:", "",
+             "| system | tokens re-sent over all turns | net gain vs raw | billed cost, "
+             "Anthropic 5-min cache | needs preserved |", "|---|---|---|---|---|"]
+    for system in order:
+        t = totals[system]
+        cells = [LABELS.get(system) or peers[system], _n(t["cumulative"]),
+                 "—" if system == "raw" else _pct(1 - t["cumulative"] / base["cumulative"]),
+                 f"${t['anthropic-5m']:,.2f}", f"{int(t['found'])}/{int(t['needs'])}"]
+        if system == "osiris-adaptive":
+            cells = [f"**{c}**" for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    ours, oracle = totals.get("osiris-adaptive"), totals.get("oracle")
+    if ours and oracle:
+        everything = "every" if ours["found"] == ours["needs"] else \
+            f"{int(ours['found'])} of the {int(ours['needs'])}"
+        share, factor = (ours["cumulative"] / base["cumulative"],
+                         ours["cumulative"] / oracle["cumulative"])
+        lines += ["", f"OSIRIS re-sends {share:.2%} of what the raw transcripts did and "
+                      f"{factor:.2f}× what the oracle (the physical limit) does, while "
+                      f"{everything} string the agents later used came back (through `recall`, "
+                      "whose calls are charged)."]
+        mine = {r["session"]: r for r in traces if r["system"] == "osiris-adaptive"}
+        losing = sorted(raw[s]["steps"] for s in mine
+                        if s in raw and mine[s]["cumulative_input_tokens"]
+                        > raw[s]["cumulative_input_tokens"])
+        fixed = _fixed_cost(rows, "osiris-adaptive")
+        if losing and fixed is not None:
+            lines[-1] += (f" {_word(len(losing)).capitalize()} of the {len(raw)} sessions "
+                          f"({_listing([str(k) for k in losing])} calls) re-send more with "
+                          "OSIRIS than without, because its tool definitions and instructions "
+                          f"({fixed:,} tokens) are re-sent every turn.")
+    return "\n".join(lines) + "\n"
+
+
+def block_peers(reports: Reports) -> str:
+    """Each system's fixed cost, and the peers that could not be measured."""
+    rows = reports.rows("results")
+    fixed: dict[str, int] = {}
+    for row in rows:
+        if row["workload"] == "sweep" and row["fixed_overhead_tokens"]:
+            fixed.setdefault(row["system"], int(row["fixed_overhead_tokens"]))
+    if not fixed:
+        return "The committed reports hold no fixed-cost figures.\n"
+    ours = fixed.pop("osiris-adaptive", None)
+    fixed.pop("osiris-fixed", None)
+    parts = ([f"OSIRIS {ours:,}"] if ours is not None else []) + [
+        f"{s} {v:,}" for s, v in sorted(fixed.items(), key=lambda kv: -kv[1])]
+    text = ("Fixed cost re-sent with every prompt (tool definitions and instructions, cl100k "
+            "tokens): " + ", ".join(parts) + ".")
+    missing = [p["peer"] for p in reports.rows("peers") if p["status"] != "measured"]
+    if missing:
+        text += (f" Not measured in this run: {', '.join(missing)} (the error is in "
+                 "`reports/BENCHMARK.md`).")
+    return text + "\n"
+
+
+def block_sweep(reports: Reports) -> str:
+    """The seed's payload sweep against the seed's own figures."""
+    sweep = {(r["size"], r["system"]): r for r in reports.rows("results")
+             if r["workload"] == "sweep"}
+    sizes = [s for s in SEED if (s, "osiris-adaptive") in sweep]
+    if not sizes:
+        return "The committed reports hold no payload sweep.\n"
+    ours = []
+    for size in sizes:
+        row = sweep[(size, "osiris-adaptive")]
+        figure = f"**{_pct(row['net_gain_final_excluding_fixed'])}** at {size:,}"
+        modes = json.loads(row["modes"]) if row.get("modes") else {}
+        if set(modes) == {"bystander"}:
+            figure += " (every payload left inline)"
+        ours.append(figure)
+    ours[0] = ours[0].replace(f"at {sizes[0]:,}", f"at {sizes[0]:,} tokens", 1)
+    seed = [f"{SEED[s][3]:+.2f}%" for s in sizes]
+    per_session = sweep[(sizes[0], "osiris-adaptive")]["steps"]
+    return (f"The seed's payload sweep ({_word(per_session)} payloads per session, fixed cost "
+            "amortised as the seed reports it): net gain on the final context "
+            f"{_listing(ours)}, against the seed's {_listing(seed)}.\n")
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def block_duration(reports: Reports) -> str:
+    """How long the run that wrote the reports took, stage by stage."""
+    stages = reports.rows("bench_stages")
+    if not stages:
+        return ("The committed reports do not record how long the benchmark took yet (every "
+                "run now records it, per stage, in `reports/data/bench_stages.parquet`).\n")
+    first = stages[0]
+    which = "A full run" if first["all_stages"] and not first["quick"] else \
+        f"The last run ({'quick, ' if first['quick'] else ''}stages " \
+        f"{', '.join(r['stage'] for r in stages)})"
+    total = sum(float(r["seconds"]) for r in stages)
+    return (f"{which} took {_duration(total)} on {first['machine']} ({first['date_utc']}; "
+            + ", ".join(f"{r['stage']} {_duration(float(r['seconds']))}" for r in stages)
+            + "), installs not included.\n")
+
+
+def block_footprint(reports: Reports) -> str:
+    """What OSIRIS's tool definitions and built-in instructions cost a client."""
+    fp = reports.footprint()
+    if fp is None:
+        return "**Footprint.** Not measured in the committed reports.\n"
+    return (f"**Footprint.** The {_word(len(fp['tools']))} tools' model-facing definitions "
+            "(name, description, input schema, as compact JSON) cost "
+            f"**{fp['total_tokens']:,} cl100k tokens** (`osiris footprint`; "
+            f"{fp['pretty_json_total_tokens']:,} if a client pretty-prints them; "
+            f"{fp['dispatch_only_tokens']:,} in dispatch-only mode), against the seed's "
+            f"{fp['seed_tokens']:,}. A test keeps them at or under {fp['budget_tokens']:,}. The "
+            f"built-in doctrine of the server's instructions adds {fp['instructions_tokens']:,} "
+            f"tokens ({fp['instructions_chars']:,} characters).\n")
+
+
+def block_hooks(reports: Reports) -> str:
+    """The client hooks' round trip."""
+    pre = reports.measure("hook_perf", "command hook PreToolUse")
+    post = reports.measure("hook_perf", "command hook PostToolUse")
+    server = reports.measure("hook_perf", "in-server precheck")
+    if not (pre and post and server):
+        return "The hooks' round trip is not measured in the committed reports.\n"
+    return (f"Measured over the first {pre['n']} calls of the bundled Claude Code traces "
+            f"({PERF_LINK}): the command hook, a new process per call, takes a median of "
+            f"{ms(pre['median_s'])} ms for PreToolUse and {ms(post['median_s'])} ms for "
+            f"PostToolUse (p99 {ms(pre['p99_s'])} and {ms(post['p99_s'])} ms); the in-server "
+            f"path an `mcp_tool` hook takes costs {ms(server['median_s'])} ms "
+            f"(p99 {ms(server['p99_s'])} ms).\n")
+
+
+def block_dashboard(reports: Reports) -> str:
+    """The dashboard on a large home, and what it costs a writer beside it."""
+    rows = reports.rows("dashboard_perf")
+    pages = [r for r in rows if str(r["measure"]).startswith("page ")]
+    journal = reports.measure("dashboard_perf", "journal pages")
+    audit = reports.measure("dashboard_perf", "audit of one task")
+    alone = reports.measure("dashboard_perf", "writer observe, alone")
+    beside = reports.measure("dashboard_perf", "writer observe, dashboard polled")
+    if not (pages and journal and audit and alone and beside):
+        return "The dashboard is not measured in the committed reports.\n"
+    fastest = min(pages, key=lambda r: float(r["median_s"]))
+    slowest = max(pages, key=lambda r: float(r["median_s"]))
+    cached = statistics.median(float(r["cached_median_s"]) for r in pages
+                               if r.get("cached_median_s"))
+    first = rows[0]
+    details = [PERF_LINK]
+    if first.get("ledger_rows") and first.get("db_bytes"):  # recorded since issue 16
+        details.insert(0, f"{first['ledger_rows']:,} ledger rows, a "
+                          f"{first['db_bytes'] / 1e6:,.0f} MB DuckDB file")
+    # Every write of the writer beside the dashboard completed: it was slowed, not starved.
+    starved = ": readers never starve a writer" if beside["n"] == alone["n"] else ""
+    return (f"Measured on a home of {first['tasks']:,} tasks and {first['events']:,} journal "
+            f"events ({'; '.join(details)}): pages computed from the database "
+            f"take a median of {ms(fastest['median_s'])} ms ({fastest['measure'][5:]}) to "
+            f"{ms(slowest['median_s'])} ms ({slowest['measure'][5:]}), a journal page "
+            f"{ms(journal['median_s'])} ms however deep (keyset), and a repeat until the next "
+            f"write {ms(cached)} ms (the median over the pages: they are cached by the journal "
+            f"head). A separate process's `observe` took a median of {ms(alone['median_s'])} ms "
+            f"alone and {ms(beside['median_s'])} ms while two clients polled the live page "
+            f"back to back (p99 {ms(alone['p99_s'])} and {ms(beside['p99_s'])} ms){starved}. "
+            f"Re-verifying one task's audit, whole journal chain included, took "
+            f"{ms(audit['median_s'])} ms.\n")
+
+
+BLOCKS: dict[str, Callable[[Reports], str]] = {
+    "traces": block_traces, "peers": block_peers, "sweep": block_sweep,
+    "duration": block_duration, "footprint": block_footprint, "hooks": block_hooks,
+    "dashboard": block_dashboard}
+
+
+def render(reports: Path) -> dict[str, str]:
+    """The text of every README block, from the reports under ``reports``."""
+    source = Reports(reports)
+    return {name: _wrapped(make(source)) for name, make in BLOCKS.items()}
+
+
+def _wrapped(text: str) -> str:
+    """Prose paragraphs wrapped as the rest of the README is (tables left whole)."""
+    paragraphs = text.rstrip("\n").split("\n\n")
+    return "\n\n".join(p if p.startswith("|") else _fill(p) for p in paragraphs) + "\n"
+
+
+def _fill(paragraph: str) -> str:
+    # A figure stays on the line of its unit ("235 ms", not "235" then "ms").
+    glued = re.sub(r"(\d) (ms|s|min|tokens|calls)\b", "\\1\u00a0\\2", paragraph)
+    return textwrap.fill(glued, width=88, break_long_words=False,
+                         break_on_hyphens=False).replace("\u00a0", " ")
+
+
+def blocks_in(text: str) -> dict[str, str]:
+    """The blocks of a README as they stand: name → text between the markers."""
+    found: dict[str, str] = {}
+    for match in BLOCK.finditer(text):
+        if match["name"] in found:
+            raise ValueError(f"README block bench:{match['name']} appears twice")
+        found[match["name"]] = match["body"]
+    return found
+
+
+def update(text: str, rendered: dict[str, str]) -> str:
+    """``text`` with each block's body replaced by its rendering."""
+    unknown = sorted(set(blocks_in(text)) - set(rendered))
+    if unknown:
+        raise ValueError(f"README blocks with no generator: {unknown}; known: "
+                         f"{sorted(rendered)}")
+    return BLOCK.sub(lambda m: f"<!-- bench:{m['name']} -->\n{rendered[m['name']]}"
+                               f"<!-- /bench:{m['name']} -->", text)
+
+
+def write_readme(readme: Path, reports: Path) -> bool:
+    """Regenerate the blocks of ``readme`` from ``reports``; True if the file changed."""
+    text = readme.read_text("utf-8")
+    new = update(text, render(reports))
+    if new == text:
+        return False
+    readme.write_text(new, "utf-8")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m osiris.harness.readme_blocks [REPO]``: rewrite REPO/README.md's blocks
+    from REPO/reports without running the benchmark (after editing a block's wording)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    repo = Path(args[0] if args else ".").resolve()
+    changed = write_readme(repo / "README.md", repo / "reports")
+    sys.stderr.write(f"{repo / 'README.md'}: {'rewritten' if changed else 'unchanged'}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
