@@ -230,9 +230,7 @@ class Database:
         delay = 0.005
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only,
-                                      config={"autoload_known_extensions": False,
-                                              "autoinstall_known_extensions": False})
+                return connect_duckdb(self.path, read_only=read_only)
             except duckdb.IOException as exc:
                 # Only a foreign process (one that skips our flock) can get here.
                 if not any(m in str(exc) for m in _CONFLICT_MARKERS):
@@ -285,6 +283,23 @@ class Database:
             applied.append(migration.name)
         self._migrated = True
         return applied
+
+
+def connect_duckdb(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection as every OSIRIS connection must be: no extension downloads, and
+    no progress bar. DuckDB draws its bar on stdout for a query over 2 s whenever the
+    Python client thinks the session interactive (``python -c``, a notebook), and stdout
+    is the JSON-RPC channel and the JSON of ``osiris health``/``audit``. The setting is
+    per connection: DuckDB refuses it in ``connect(config=…)`` ("as a global option")."""
+    con = duckdb.connect(str(path), read_only=read_only,
+                         config={"autoload_known_extensions": False,
+                                 "autoinstall_known_extensions": False})
+    try:
+        con.execute("SET enable_progress_bar = false")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def _release(fd: int) -> None:
