@@ -47,13 +47,37 @@ def digest_of_ref(ref: str) -> str:
     return match.group(1)
 
 
+JOURNAL_HASH_TAG = "osiris-journal/2"
+"""Leads the material of every chain-v2 hash (no v1 material can start with it)."""
+
+
+def _field(value: str | None) -> str:
+    # A netstring: the UTF-8 byte length, ':', the text, ','. No separator inside a field
+    # can be mistaken for the end of one, and NULL ('~') differs from '' ('0:,').
+    if value is None:
+        return "~"
+    return f"{len(value.encode('utf-8'))}:{value},"
+
+
 def journal_event_hash(seq: int, ts_us: int, task_id: str | None, actor: str, kind: str,
                        body: str, prev_hash: str) -> str:
-    """The hash that chains journal events.
+    """The hash that chains journal events (chain version 2, every event written now).
 
-    The same expression is evaluated in SQL by the journal verifier
-    (``osiris.store.journal``), so keep the two in step: fields joined with ``|``,
-    NULL task ids as the empty string, the body as its stored canonical JSON text.
+    The material is :data:`JOURNAL_HASH_TAG` followed by each field as a netstring
+    (``<UTF-8 byte length>:<text>,``, NULL as ``~``): an injective encoding, so no two
+    different events share it, whatever their fields contain. The same expression is
+    evaluated in SQL by the journal verifier (``osiris.store.journal``), so keep the two
+    in step. Byte lengths rather than JSON: DuckDB and Python escape control characters
+    differently in JSON (``\\u001B`` against ``\\u001b``), lengths they count alike.
     """
+    fields = (str(seq), str(ts_us), task_id, actor, kind, prev_hash, body)
+    return sha256_hex(JOURNAL_HASH_TAG + "".join(_field(f) for f in fields))
+
+
+def journal_event_hash_v1(seq: int, ts_us: int, task_id: str | None, actor: str, kind: str,
+                          body: str, prev_hash: str) -> str:
+    """Chain version 1, which events written before migration ``0009_journal_hash_v2``
+    carry: fields joined with ``|`` (ambiguous: ``a|b`` + ``c`` joins like ``a`` +
+    ``b|c``, NULL like ``''``). Kept only so that those homes still verify."""
     material = "|".join((str(seq), str(ts_us), task_id or "", actor, kind, prev_hash, body))
     return sha256_hex(material)

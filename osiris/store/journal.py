@@ -5,12 +5,27 @@ caller's identity), a kind, a JSON body, the previous event's hash and its own
 hash (:func:`osiris.core.hashing.journal_event_hash`). One chain spans the whole
 home, so a deleted event anywhere breaks it.
 
-DuckDB drops a torn WAL tail silently after a crash, and an attacker who edits
-the last event can recompute its hash. Both are caught by the *witness*:
-``journal.witness`` beside the database holds the sequence number and hash of the
-last committed event. It is replaced atomically (temp file, fsync, rename) right
+The hash encodes each field as a netstring (its UTF-8 byte length, then its text), so
+two different events never share the material that is hashed. Homes created before
+that encoding (chain version 1, fields joined with ``|``) keep verifying: the
+``journal_chain`` table records the first event of version 2, earlier events are
+checked with the v1 formula (and keep its blind spot: a ``|`` moved between two of
+their fields goes unseen). :func:`verify_chain` recomputes every event's hash inside
+DuckDB, one query for the whole chain.
+
+DuckDB drops a torn WAL tail silently after a crash. That is caught by the
+*witness*: ``journal.witness`` beside the database holds the sequence number and hash
+of the last committed event. It is replaced atomically (temp file, fsync, rename) right
 after each commit, while the writer still holds the store's lock, so it never runs
-ahead of the database; it can only lag by the one commit a crash interrupted.
+ahead of the database. It lags when the witness write fails after a commit or a crash
+cuts it short; the audit reports that lag, and the next commit closes it.
+
+What this proves, and what it does not: the chain and the witness detect accidents
+and partial edits — a damaged or edited event, a deleted one, a lost tail, a rewritten
+last event whose witness was left alone. They are not a signature: the witness is not
+keyed, so someone who can rewrite both the database and the witness file (anyone with
+write access to the home) can recompute a consistent chain, and no check here can tell.
+Keep a copy of the witness elsewhere (or the home on storage you trust) when that matters.
 """
 
 from __future__ import annotations
@@ -24,7 +39,12 @@ from typing import Any
 
 import duckdb
 
-from osiris.core.hashing import GENESIS_HASH, canonical_json, journal_event_hash
+from osiris.core.hashing import (
+    GENESIS_HASH,
+    JOURNAL_HASH_TAG,
+    canonical_json,
+    journal_event_hash,
+)
 from osiris.store.db import fetch_row
 from osiris.store.fsutil import atomic_write
 
@@ -121,16 +141,40 @@ class ChainReport:
     head_seq: int
     head_hash: str
     violations: tuple[str, ...]
+    witness_seq: int | None = None
+    """The last event the witness vouches for (None without a readable witness)."""
+    v2_from_seq: int = 1
+    """First event hashed with chain version 2 (the ones before it are v1)."""
+    notes: tuple[str, ...] = ()
+    """Conditions that are not violations but limit what was proven (a lagging witness)."""
+
+    @property
+    def witness_lag(self) -> int:
+        """Events committed after the one the witness vouches for."""
+        return self.head_seq - self.witness_seq if self.witness_seq is not None else 0
 
 
-# The SQL twin of core.hashing.journal_event_hash: keep both in step.
-_VERIFY_SQL = """
+def _netstring_sql(column: str) -> str:
+    # The SQL twin of core.hashing._field: strlen counts UTF-8 bytes, as Python's encode.
+    return (f"CASE WHEN {column} IS NULL THEN '~' ELSE"
+            f" strlen({column})::VARCHAR || ':' || {column} || ',' END")
+
+
+_FIELDS = ("seq::VARCHAR", "ts_us::VARCHAR", "task_id", "actor", "kind", "prev_hash", "body")
+
+# The SQL twins of core.hashing.journal_event_hash (v2) and journal_event_hash_v1: keep
+# them in step. Events before journal_chain's v2 first_seq were written with v1.
+_V2_SQL = (f"sha256(concat('{JOURNAL_HASH_TAG}', "
+           + ", ".join(_netstring_sql(c) for c in _FIELDS) + "))")
+_V1_SQL = ("sha256(concat_ws('|', seq::VARCHAR, ts_us::VARCHAR, coalesce(task_id, ''),"
+           " actor, kind, prev_hash, body))")
+
+_VERIFY_SQL = f"""
 WITH e AS (
     SELECT seq, hash, prev_hash,
            lag(hash) OVER (ORDER BY seq) AS expected_prev,
            lag(seq) OVER (ORDER BY seq) AS prev_seq,
-           sha256(concat_ws('|', seq::VARCHAR, ts_us::VARCHAR, coalesce(task_id, ''),
-                            actor, kind, prev_hash, body)) AS computed
+           CASE WHEN seq < $v2_from THEN {_V1_SQL} ELSE {_V2_SQL} END AS computed
     FROM events
 )
 SELECT seq,
@@ -143,13 +187,22 @@ WHERE computed <> hash
    OR seq <> coalesce(prev_seq, 0) + 1
 ORDER BY seq
 LIMIT 50
-"""
+"""  # noqa: S608 (built from the constants above, no input)
+
+
+def v2_first_seq(con: duckdb.DuckDBPyConnection) -> int:
+    """The first event hashed with chain version 2 (1 in a home created with it)."""
+    row = con.execute("SELECT first_seq FROM journal_chain WHERE version = 2").fetchone()
+    # Without the row, every event is checked as v2: a deleted row shows as edits.
+    return int(row[0]) if row is not None else 1
 
 
 def verify_chain(con: duckdb.DuckDBPyConnection, home: Path) -> ChainReport:
     """Check every event's hash and link, and the tail against the witness."""
     violations: list[str] = []
-    rows = con.execute(_VERIFY_SQL, {"genesis": GENESIS_HASH}).fetchall()
+    notes: list[str] = []
+    v2_from = v2_first_seq(con)
+    rows = con.execute(_VERIFY_SQL, {"genesis": GENESIS_HASH, "v2_from": v2_from}).fetchall()
     for seq, bad_hash, bad_link, gap in rows:
         if gap:
             violations.append(f"event {seq}: sequence gap (an event before it was deleted)")
@@ -162,6 +215,7 @@ def verify_chain(con: duckdb.DuckDBPyConnection, home: Path) -> ChainReport:
     if head_seq:
         head_hash = fetch_row(con, "SELECT hash FROM events WHERE seq = ?", [head_seq])[0]
     witness = read_witness(home)
+    witness_seq: int | None = None
     if witness is not None:
         if "error" in witness:
             violations.append(str(witness["error"]))
@@ -176,10 +230,22 @@ def verify_chain(con: duckdb.DuckDBPyConnection, home: Path) -> ChainReport:
                 if row is None or row[0] != w_hash:
                     violations.append(
                         f"event {w_seq}: hash differs from the witness (rewritten after commit)")
+                else:
+                    witness_seq = w_seq
     elif head_seq:
         violations.append(f"no witness file but the journal holds {head_seq} events")
+    if witness_seq is not None and witness_seq < head_seq:
+        # A commit whose witness write failed (or was cut short by a crash): the events
+        # are there and chained, but a lost tail after event witness_seq would go unseen
+        # until the next commit, which moves the witness to the head again.
+        notes.append(
+            f"the journal witness lags: it vouches for event {witness_seq}, the journal "
+            f"ends at {head_seq} ({head_seq - witness_seq} event(s) not yet witnessed; a "
+            "witness write failed or was interrupted after its commit); the next commit "
+            "brings it up to date")
     return ChainReport(ok=not violations, events=int(count), head_seq=int(head_seq),
-                       head_hash=str(head_hash), violations=tuple(violations))
+                       head_hash=str(head_hash), violations=tuple(violations),
+                       witness_seq=witness_seq, v2_from_seq=v2_from, notes=tuple(notes))
 
 
 def remove_stale_temp_files(home: Path) -> None:

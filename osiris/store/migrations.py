@@ -219,4 +219,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_us BIGINT NOT NULL
         )""",
     )),
+    Migration("0009_journal_hash_v2", (
+        # Where each version of the journal's hash encoding starts (see
+        # osiris.core.hashing): events before `first_seq` of version 2 were hashed with
+        # the '|'-joined v1 formula and keep verifying with it; every later one is v2.
+        """CREATE TABLE journal_chain (
+            version INTEGER PRIMARY KEY,
+            first_seq BIGINT NOT NULL,
+            recorded_us BIGINT NOT NULL
+        )""",
+        "INSERT INTO journal_chain SELECT 2, coalesce(max(seq), 0) + 1,"
+        " epoch_us(current_timestamp) FROM events",
+    )),
 )
