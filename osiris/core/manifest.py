@@ -6,7 +6,9 @@
     inv=<n> files=<n> refs=<n> dec=<n> con=<n> budget=ok|warn|over drift=<verdict>
     SEAL=sha256:<64 hex>
 
-The same state always renders the same bytes. The objective and the active step
+The same state always renders the same bytes. Control characters in the objective
+and the active step are shown as escapes (:mod:`osiris.core.display`); the seal is
+computed over the task state, not over this text. The objective and the active step
 are shortened (by tokens, with an ellipsis) so that the block never exceeds
 :data:`MAX_TOKENS` however long they are.
 """
@@ -14,6 +16,7 @@ are shortened (by tokens, with an ellipsis) so that the block never exceeds
 from __future__ import annotations
 
 from osiris.core.budget import budget_state
+from osiris.core.display import escape_controls
 from osiris.core.prefix import SEAL_HEX, compute_zones
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter
@@ -24,7 +27,9 @@ STEP_TOKENS = 24
 
 
 def _quote(text: str) -> str:
-    return " ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"')
+    # Whitespace (CR and tab included) collapses to one space; other controls are shown
+    # as escapes after the quoting, so that their backslash is not doubled.
+    return escape_controls(" ".join(text.split()).replace("\\", "\\\\").replace('"', '\\"'))
 
 
 def _shorten(counter: TokenCounter, text: str, max_tokens: int) -> str:

@@ -7,7 +7,10 @@ Not just the first bytes. In order of preference:
 * ``outline`` — for code, Markdown and JSON: the symbols with line numbers;
 * ``head_tail`` — otherwise: the first and last lines with the gap marked.
 
-Every line carries its line number so the agent can ``recall(op="range")`` around it.
+Every line carries its line number so the agent can ``recall(op="range")`` around it:
+lines are split on ``\n`` only and numbered from 1, as recall numbers them (splitting
+on CR, form feed or U+0085 too, as ``str.splitlines`` does, put the numbers off).
+Control characters are shown as escapes (:mod:`osiris.core.display`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from osiris.core.display import escape_controls
 from osiris.core.outline import detect_language, outline_symbols
 from osiris.core.tokens import TokenCounter
 from osiris.errors import InvalidInputError
@@ -37,8 +41,17 @@ class Preview:
 
 
 def _cut(line: str) -> str:
-    line = line.rstrip()
+    line = escape_controls(line.rstrip())
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…"
+
+
+def _payload_lines(text: str) -> list[str]:
+    """Lines as recall counts them: split on ``\n``, a final newline ends the last line,
+    a CRLF ending is one line ending."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _fill(counter: TokenCounter, budget: int, lines: list[str]) -> list[str]:
@@ -78,7 +91,8 @@ def _outline(counter: TokenCounter, text: str, budget: int, path: str | None,
         return None
     if len(symbols) < 2:
         return None
-    lines = [f"{s.line}: {'  ' * s.depth}{s.kind} {s.name}" for s in symbols]
+    lines = [f"{s.line}: {'  ' * s.depth}{s.kind} {escape_controls(s.name)}"
+             for s in symbols]
     kept = _fill(counter, budget - 8, [f"[{language} outline]", *lines])
     if len(kept) - 1 < len(lines):
         kept.append(f"… {len(lines) - len(kept) + 1} more symbols (recall op=outline)")
@@ -100,7 +114,7 @@ def _head_tail(counter: TokenCounter, lines: list[str], budget: int) -> list[str
 def make_preview(text: str, *, budget_tokens: int, counter: TokenCounter, kind: str,
                  path: str | None = None) -> Preview:
     """The most useful preview of ``text`` within ``budget_tokens``."""
-    lines = text.splitlines()
+    lines = _payload_lines(text)
     if budget_tokens <= 0 or not lines:
         return Preview("", "none", len(lines), 0)
     # An error's error lines come first; a file's outline beats words like "error" in

@@ -9,6 +9,11 @@ continue exactly where it stopped (pages never overlap and never skip a line), w
 only with arguments the MCP recall tool accepts, so it can be passed back verbatim.
 Lines are split on ``\\n`` only and numbered from 1, the way ``grep -n`` and ``sed -n``
 count them, so line numbers agree across every op.
+
+Payload text in an answer shows control characters as escapes
+(:func:`osiris.core.display.escape_controls`): it matches the payload everywhere except
+where such a character occurs, so a line copied into an edit differs from the file only
+there; ``osiris://ref/{ref}`` returns the exact bytes. Patterns match the raw bytes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 import re2
 
+from osiris.core.display import escape_controls
 from osiris.core.outline import (
     LANGUAGES,
     detect_language,
@@ -79,6 +85,10 @@ class _Lines:
     def text(self, line: int) -> str:
         raw = self.buf[self.starts[line - 1]:self.starts[line] - 1]
         return raw.decode("utf-8", "replace").removesuffix("\r")
+
+    def shown(self, line: int) -> str:
+        """Line ``line`` as an answer shows it (control characters escaped)."""
+        return escape_controls(self.text(line))
 
 
 def compile_pattern(pattern: object, *, ignore_case: bool = False) -> Any:
@@ -288,8 +298,10 @@ def grep(data: bytes | str, pattern: str, *, counter: TokenCounter, max_tokens: 
             rows.append("--")
             row_lines.append(None)
         for i in range(lo, hi + 1):
+            # Cut on the raw line (match columns count raw characters), then escape.
             text = _clip_around(lines.text(i), columns[i]) if i in shown \
                 else _clip(lines.text(i))
+            text = escape_controls(text)
             rows.append(f"{i}{':' if i in shown else '-'}{text}")
             row_lines.append(i)
         shown_to = hi
@@ -333,7 +345,7 @@ def _window(lines: _Lines, first: int, last: int, *, counter: TokenCounter, max_
     wanted = max(last - first + 1, 0)
     cap = min(wanted, max_tokens)  # every row costs at least a token: more never fit
     numbers = range(last - cap + 1, last + 1) if from_end else range(first, first + cap)
-    rows = [f"{i}:{lines.text(i)}" for i in numbers]
+    rows = [f"{i}:{lines.shown(i)}" for i in numbers]
 
     def missing(k: int) -> tuple[int, int] | None:
         """The lines the answer leaves out (to fetch with range), if any."""
@@ -416,7 +428,8 @@ def outline(data: bytes | str, *, counter: TokenCounter, max_tokens: int,
         raise InvalidInputError("cannot tell the language of this payload: pass language= "
                                 "one of " + ", ".join(LANGUAGES))
     symbols = [s for s in outline_symbols(text, lang) if s.line >= start]
-    rows = [f"{s.line}: {'  ' * s.depth}{s.kind} {s.name}" for s in symbols]
+    rows = [f"{s.line}: {'  ' * s.depth}{s.kind} {escape_controls(s.name)}"
+            for s in symbols]
 
     def resume(k: int) -> int | None:
         return symbols[k].line if k < len(symbols) else None

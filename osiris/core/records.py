@@ -1,5 +1,8 @@
 """Record filters behind ``recall``: ``aggregate`` (counts by capture or JSON field)
-and ``jsonl`` (filter, project and page JSON lines). Pure, linear, token-bounded."""
+and ``jsonl`` (filter, project and page JSON lines). Pure, linear, token-bounded.
+
+Keys and records in an answer show control characters as escapes (JSON's ``\\u`` form
+in records, so a shown record still parses to the stored value)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from osiris.core.display import escape_controls, escape_controls_json
 from osiris.core.query import (
     MAX_N,
     MIN_MAX_TOKENS,
@@ -144,7 +148,7 @@ def aggregate(data: bytes | str, *, counter: TokenCounter, max_tokens: int,
             counts["\t".join("(missing)" if v is _ABSENT else v if isinstance(v, str)
                              else _compact(v) for v in values)] += 1
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    rows = [f"{count}\t{key or '(empty)'}" for key, count in ranked[:n]]
+    rows = [f"{count}\t{escape_controls(key) or '(empty)'}" for key, count in ranked[:n]]
     total = sum(counts.values())
 
     def footer(k: int, cut: bool) -> str:
@@ -273,7 +277,7 @@ def jsonl(data: bytes | str, *, counter: TokenCounter, max_tokens: int,
     for number, record in shown:
         projected = record if paths is None else {
             ".".join(p): v for p in paths if (v := _lookup(record, p)) is not _ABSENT}
-        rows.append(f"{number}:{_compact(projected)}")
+        rows.append(f"{number}:{escape_controls_json(_compact(projected))}")
 
     def resume(k: int, cut: bool) -> int | None:
         if cut:

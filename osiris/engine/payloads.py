@@ -17,6 +17,7 @@ import mimetypes
 from dataclasses import dataclass, replace
 from typing import Any
 
+from osiris.core.display import escape_controls
 from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
 from osiris.core.preview import make_preview
@@ -212,8 +213,8 @@ def _placement(ctx: EngineContext, kind: str, tool: str, stored: StoredPayload,
     # a file OSIRIS read itself reaches the agent only through this answer.
     in_context = 0 if is_file else stored.tokens
     if not engagement.externalized:
-        if is_file:
-            facts["content"] = stored.text
+        if is_file:  # shown to the model: controls escaped (osiris.core.display)
+            facts["content"] = escape_controls(stored.text)
         return facts, [{"kind": "payload.inline", "ref": stored.ref, "tokens": stored.tokens,
                         "context_tokens": in_context, "detail": detail}]
     preview = make_preview(stored.text, budget_tokens=engagement.preview_tokens,

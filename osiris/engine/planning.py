@@ -8,6 +8,7 @@ from typing import Any
 
 from osiris.core import task_state as ts
 from osiris.core.budget import apply_budget_request, budget_remaining, budget_state
+from osiris.core.display import escape_controls
 from osiris.core.manifest import render_manifest
 from osiris.core.prefix import (
     NO_DRIFT,
@@ -121,10 +122,12 @@ def manifest_answer(ctx: EngineContext, state: TaskState, mode: str,
     """The common part of every plan answer: the manifest and where the task stands."""
     manifest = render_manifest(state, ctx.counter)
     tokens = ctx.counter.count(manifest)
+    plan = plan_view(state)  # the journal keeps the exact steps; the model sees them escaped
+    plan["steps"] = [escape_controls(step) for step in plan["steps"]]
     return {"task_id": state.task_id, "mode": mode, "manifest": manifest,
             "manifest_tokens": tokens, "seal": compute_zones(state).seal,
             "drift": drift.as_dict(), "budget": budget_state(state.budget),
-            "plan": plan_view(state)}
+            "plan": plan}
 
 
 def plan_start(ctx: EngineContext, tx: Tx, *, objective: object, steps: list[str] | None,

@@ -1,13 +1,23 @@
-"""The short text form of each answer (the structured form carries the same facts)."""
+"""The short text form of each answer (the structured form carries the same facts).
+
+Control characters never reach the model raw (see :mod:`osiris.core.display`): the
+engine escapes them where it shapes payload text (previews, recall, the manifest), and
+the whole text form is escaped once more here, which also covers the fields rendered
+from agent-supplied strings (objective, constraints, lessons, hints). The one exception
+is ``checkpoint(mode="restore")``, whose promise is the exact bytes back.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from osiris.core.display import escape_controls, escape_controls_json
+
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return escape_controls_json(
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
 
 
 def _drift_line(answer: dict[str, Any]) -> list[str]:
@@ -120,4 +130,7 @@ _RENDERERS = {"plan": _plan, "precheck": _precheck, "observe": _observe, "recall
 def text_of(tool: str, answer: dict[str, Any]) -> str:
     """The text a model reads for ``answer`` of ``tool``."""
     render = _RENDERERS.get(tool)
-    return "\n".join(render(answer)) if render else _compact(answer)
+    text = "\n".join(render(answer)) if render else _compact(answer)
+    if tool == "checkpoint" and answer.get("mode") == "restore":
+        return text  # restored bytes come back exact, as the tool promises
+    return escape_controls(text)
