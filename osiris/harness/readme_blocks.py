@@ -247,7 +247,9 @@ def block_hooks(reports: Reports) -> str:
 def block_dashboard(reports: Reports) -> str:
     """The dashboard on a large home, and what it costs a writer beside it."""
     rows = reports.rows("dashboard_perf")
-    pages = [r for r in rows if str(r["measure"]).startswith("page ")]
+    # Whole pages only: the live fragment is a part of the overview, timed apart.
+    pages = [r for r in rows if str(r["measure"]).startswith("page ")
+             and "fragment" not in str(r["measure"])]
     journal = reports.measure("dashboard_perf", "journal pages")
     audit = reports.measure("dashboard_perf", "audit of one task")
     alone = reports.measure("dashboard_perf", "writer observe, alone")
