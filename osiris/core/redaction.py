@@ -174,21 +174,6 @@ class ScrubbedText(str):
         return (str, (str(self),))
 
 
-def scrub_value(value: Any, rules: RuleSet | None = None) -> Any:
-    """``value`` with every string in it scrubbed: a string becomes :class:`ScrubbedText`,
-    lists, tuples and dicts (keys too) are rebuilt, anything else is returned as it is."""
-    if isinstance(value, ScrubbedText):
-        return value
-    if isinstance(value, str):
-        return ScrubbedText(scrub(value, rules))
-    if isinstance(value, dict):
-        return {scrub(k, rules).text if isinstance(k, str) else k: scrub_value(v, rules)
-                for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(scrub_value(v, rules) for v in value)
-    return value
-
-
 def scrub_once(text: str, rules: RuleSet | None = None) -> ScrubResult:
     """The scrub of ``text``: the one already done when it is :class:`ScrubbedText`."""
     if isinstance(text, ScrubbedText) and rules is None:

@@ -92,8 +92,10 @@ def _field_ops() -> list[tuple[str, _Op]]:
         return op
 
     def update(field_name: str) -> _Op:
-        return lambda e, ids, s: e.plan("update", task_id=ids["task"],
-                                        **{field_name: [f"note {s}"]})
+        def op(e: Engine, ids: dict[str, str], secret: str) -> dict[str, Any]:
+            values: dict[str, Any] = {field_name: [f"note {secret}"]}
+            return e.plan("update", task_id=ids["task"], **values)
+        return op
 
     def handoff_contract(e: Engine, ids: dict[str, str], s: str) -> dict[str, Any]:
         answer = e.handoff("create", task_id=ids["task"], contract={

@@ -20,6 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from osiris.core import client_hooks
+from osiris.core.redaction import scrub
 from osiris.engine import Engine
 from osiris.errors import InvalidInputError, OsirisError
 from osiris.server import answers
@@ -27,6 +28,8 @@ from osiris.server.definitions import DISPATCH, TOOLS, ToolDef
 
 log = logging.getLogger(__name__)
 MAX_ARGUMENT_BYTES = 64 << 20
+#: Longest error text a tool answers with (its structured copy is the same text).
+MAX_ERROR_CHARS = 600
 
 
 class EngineGate:
@@ -54,17 +57,44 @@ def principal_of(ctx: Context | None) -> str | None:
     return getattr(state, "osiris_principal", None) if state is not None else None
 
 
-def error_result(exc: Exception) -> CallToolResult:
-    """A tool error the model can act on."""
-    if isinstance(exc, OsirisError):
-        text = f"{exc.code}: {exc}"
+def bounded_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` scrubbed of secrets and cut to ``limit`` characters (head and tail kept:
+    the tail usually says what to do), so that no error can echo a huge or secret input."""
+    text = scrub(text).text
+    if len(text) <= limit:
+        return text
+    tail = limit // 3
+    omitted = len(text) - (limit - tail)
+    return f"{text[:limit - tail]} … [{omitted:,} characters omitted] … {text[-tail:]}"
+
+
+def excerpt(value: object, limit: int = 60) -> str:
+    """A short, scrubbed repr of an input value for an error message."""
+    text = scrub(repr(value)).text
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def error_result(exc: Exception, *, committed: bool = False) -> CallToolResult:
+    """A tool error the model can act on. ``committed``: the engine call had already
+    taken effect when this failed (shaping its answer), so it must not be repeated."""
+    code = getattr(exc, "code", "internal_error") if isinstance(exc, OsirisError) \
+        else "internal_error"
+    if committed:
+        log.exception("an OSIRIS tool took effect but its answer failed")
+        code = "committed_with_errors"
+        text = (f"committed_with_errors: the call took effect, but its answer could not be "
+                f"built ({type(exc).__name__}); do not repeat it: read the task with "
+                "plan(mode='status') instead.")
+    elif isinstance(exc, OsirisError):
+        text = bounded_text(f"{exc.code}: {exc}")
     else:
         log.exception("unexpected error in an OSIRIS tool")
         text = (f"internal_error: {type(exc).__name__}; the call had no effect that was not "
                 "journaled. Retry once; if it persists, run `osiris health`.")
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True,
-                          structured_content={"error": getattr(exc, "code", "internal_error"),
-                                              "message": text})
+                          structured_content={"error": code, "message": text})
 
 
 def ok_result(tool: str, answer: dict[str, Any]) -> CallToolResult:
@@ -109,16 +139,28 @@ class Validators:
         errors = sorted(self._by_key[key].iter_errors(arguments), key=lambda e: list(e.path))
         if errors:
             details = "; ".join(
-                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {e.message}"
+                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {_problem(e)}"
                 for e in errors[:5])
             raise InvalidInputError(f"invalid arguments for osiris_{key}: {details}")
         return arguments
 
 
+def _problem(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message with the offending value cut to a short, scrubbed excerpt
+    (its own message quotes the whole value: a 5 MiB list would come back as the error)."""
+    whole, message = repr(error.instance), str(error.message)
+    if whole in message:
+        return message.replace(whole, excerpt(error.instance), 1)
+    return bounded_text(message, 200)
+
+
 def _call_engine(gate: EngineGate, key: str, args: dict[str, Any],
                  principal: str | None) -> dict[str, Any]:
     """Route validated arguments to the engine operation ``key``."""
-    size = len(json.dumps(args, default=str))
+    # What the limit says: UTF-8 bytes (json.dumps' default ASCII escaping would count an
+    # emoji as 12 bytes). Lone surrogates pass here; the engine refuses them by name.
+    size = len(json.dumps(args, default=str, ensure_ascii=False).encode("utf-8",
+                                                                        "surrogatepass"))
     if size > MAX_ARGUMENT_BYTES:
         raise InvalidInputError(f"arguments are {size:,} bytes; the limit is "
                                 f"{MAX_ARGUMENT_BYTES:,}")
@@ -157,9 +199,13 @@ def _make_tool(defn: ToolDef, gate: EngineGate, validators: Validators, dotted: 
             args["client_format"] = hook_format
             return hook_result(lambda: _call_engine(gate, key, args, principal_of(ctx)))
         try:
-            return ok_result(key, _call_engine(gate, key, args, principal_of(ctx)))
+            answer = _call_engine(gate, key, args, principal_of(ctx))
         except Exception as exc:
             return error_result(exc)
+        try:
+            return ok_result(key, answer)
+        except Exception as exc:  # the engine call committed: say so, never "retry"
+            return error_result(exc, committed=True)
 
     def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
         return handler(ctx, **kwargs)
