@@ -19,6 +19,7 @@ from osiris.config import Settings
 from osiris.core import client_hooks
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
+from osiris.core.display import escape_controls
 from osiris.core.hashing import digest_of_ref
 from osiris.core.manifest import render_manifest
 from osiris.core.operating_context import context_view, resolve_project
@@ -323,10 +324,10 @@ class Engine:
     def resume_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
         """Everything an agent needs to recover after a crash, from the store alone."""
         state = self._read_state(task_id, principal)
-        return {"task_id": state.task_id, "objective": state.objective,
+        return {"task_id": state.task_id, "objective": escape_controls(state.objective),
                 "manifest": render_manifest(state, self.ctx.counter),
-                "constraints": [i.text for i in state.constraints],
-                "decisions": [i.text for i in state.decisions],
+                "constraints": [escape_controls(i.text) for i in state.constraints],
+                "decisions": [escape_controls(i.text) for i in state.decisions],
                 "plan": planning.plan_view(state), "lessons": list(state.lessons),
                 "files": [f.path for f in state.files], "flags": dict(state.flags)}
 

@@ -3,8 +3,9 @@
 Control characters never reach the model raw (see :mod:`osiris.core.display`): the
 engine escapes them where it shapes payload text (previews, recall, the manifest), and
 the whole text form is escaped once more here, which also covers the fields rendered
-from agent-supplied strings (objective, constraints, lessons, hints). The one exception
-is ``checkpoint(mode="restore")``, whose promise is the exact bytes back.
+from agent-supplied strings (objective, constraints, lessons, hints); the structured form
+gets the same pass (:func:`model_facing`). ``checkpoint(mode="restore")`` included: its
+exact bytes are the ref's, through the ``osiris://ref/{ref}`` resource.
 """
 
 from __future__ import annotations
@@ -131,6 +132,15 @@ def text_of(tool: str, answer: dict[str, Any]) -> str:
     """The text a model reads for ``answer`` of ``tool``."""
     render = _RENDERERS.get(tool)
     text = "\n".join(render(answer)) if render else _compact(answer)
-    if tool == "checkpoint" and answer.get("mode") == "restore":
-        return text  # restored bytes come back exact, as the tool promises
     return escape_controls(text)
+
+
+def model_facing(value: Any) -> Any:
+    """``value`` (an answer's structured form) with every string control-escaped."""
+    if isinstance(value, str):
+        return escape_controls(value)
+    if isinstance(value, dict):
+        return {k: model_facing(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [model_facing(v) for v in value]
+    return value

@@ -100,7 +100,7 @@ def error_result(exc: Exception, *, committed: bool = False) -> CallToolResult:
 def ok_result(tool: str, answer: dict[str, Any]) -> CallToolResult:
     """Short text plus the structured answer."""
     return CallToolResult(content=[TextContent(type="text", text=answers.text_of(tool, answer))],
-                          structured_content=answer)
+                          structured_content=answers.model_facing(answer))
 
 
 def hook_result(precheck: Callable[[], dict[str, Any]]) -> CallToolResult:

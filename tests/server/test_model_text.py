@@ -70,8 +70,13 @@ def _flow(transport: str, settings: Settings, project: Path) -> None:
                 "mode": "update", "task_id": task, "active_step": 0,
                 "constraints": [f"c {HOSTILE}"], "decisions": [f"d {HOSTILE}"]})
             await _call(client, "osiris_plan", {"mode": "status", "task_id": task})
-            await _call(client, "osiris_plan", {"mode": "resume", "task_id": task},
-                        structured=("manifest",))
+            await _call(client, "osiris_plan", {"mode": "resume", "task_id": task})
+            for uri in (f"osiris://task/{task}/manifest", f"osiris://task/{task}/status"):
+                shown = (await client.read_resource(uri)).contents[0]
+                assert not RAW.search(json.loads(shown.text).__repr__()), uri
+                assert not _raw_strings(json.loads(shown.text)), uri
+            prompt = await client.get_prompt("osiris/task-resume", {"task_id": task})
+            assert not RAW.search(prompt.messages[0].content.text)
 
             refs = {}
             for name, payload in (("log", LOG), ("md", MARKDOWN), ("jsonl", RECORDS)):
@@ -93,6 +98,13 @@ def _flow(transport: str, settings: Settings, project: Path) -> None:
                 "task_id": task, "kind": "file", "path": "small.txt"})
             on_disk = (project / "small.txt").read_bytes().decode()
             assert small["content"] == escape_controls(on_disk)
+
+            compacted = await _call(client, "osiris_checkpoint",
+                                    {"task_id": task, "mode": "compact"})
+            restored = await _call(client, "osiris_checkpoint", {
+                "task_id": task, "mode": "restore",
+                "checkpoint_id": compacted["checkpoint_id"]})
+            assert any("\\x1b" in item["text"] for item in restored["items"])
 
             log, md, records = refs["log"], refs["md"], refs["jsonl"]
             ops = [{"ref": log, "op": "grep", "pattern": "ERROR", "context": 1},
