@@ -80,6 +80,12 @@ class Settings:
     """OSIRIS_HTTP_ALLOWED_ORIGINS: extra Origin values accepted."""
     http_max_body_bytes: int | None = None
     """OSIRIS_HTTP_MAX_BODY_BYTES: request size limit (default: payload limit + 1 MiB)."""
+    http_session_idle_s: float = 600.0
+    """OSIRIS_HTTP_SESSION_IDLE_S: a 2025-11-25 HTTP session with no request for this
+    many seconds is closed (its id then gets 404 and the client initializes again)."""
+    http_max_sessions: int = 256
+    """OSIRIS_HTTP_MAX_SESSIONS: most 2025-11-25 HTTP sessions open at once; past it a new
+    session is refused with 503 until one is closed or expires."""
     dashboard_host: str = "127.0.0.1"
     """OSIRIS_DASHBOARD_HOST: address ``osiris-dashboard`` binds (tokens beyond loopback)."""
     dashboard_port: int = 8770
@@ -197,6 +203,11 @@ class Settings:
                                       "origins such as https://app.example.com, comma-separated"),
             http_max_body_bytes=_get(env, "OSIRIS_HTTP_MAX_BODY_BYTES", None, _positive_int,
                                      "a positive whole number of bytes"),
+            http_session_idle_s=_get(env, "OSIRIS_HTTP_SESSION_IDLE_S",
+                                     defaults.http_session_idle_s, _positive_float,
+                                     "a positive number of seconds, e.g. 600"),
+            http_max_sessions=_get(env, "OSIRIS_HTTP_MAX_SESSIONS", defaults.http_max_sessions,
+                                   _positive_int, "a positive whole number of sessions"),
             dashboard_host=_get(env, "OSIRIS_DASHBOARD_HOST", defaults.dashboard_host, _host,
                                 "an IP address or host name, e.g. 127.0.0.1"),
             dashboard_port=_get(env, "OSIRIS_DASHBOARD_PORT", defaults.dashboard_port, _port,
