@@ -15,7 +15,7 @@ from osiris.config import Settings
 from osiris.core.operating_context import instructions_text
 from osiris.engine import Engine
 from osiris.server.definitions import DISPATCH, TOOLS
-from osiris.server.resources import register_resources
+from osiris.server.resources import prompt_guard, register_resources
 from osiris.server.tools import EngineGate, argument_guard, build_tools
 
 
@@ -33,6 +33,7 @@ def build_server(settings: Settings, engine: Engine | None = None) -> MCPServer:
                        log_level=settings.log_level)  # type: ignore[arg-type]
     server.middleware.append(argument_guard((*TOOLS, DISPATCH), settings.tool_names == "dotted"))
     register_resources(server, gate)
+    server.middleware.append(prompt_guard(server))
     return server
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mcp import MCPError
@@ -23,6 +24,31 @@ def _guard(fn: Any) -> Any:
         return fn()
     except OsirisError as exc:
         raise MCPError(INVALID_PARAMS, f"{exc.code}: {exc}") from None
+
+
+def prompt_guard(server: MCPServer) -> Any:
+    """Middleware: ``prompts/get`` for an unknown prompt or without a required argument
+    is answered -32602 (invalid params), as the spec wants. The SDK (mcp 2.3) raises a
+    ValueError for both, which reaches the client as code 0 (2025-11-25) or -32603
+    "Internal server error" with a logged traceback (2026-07-28)."""
+
+    async def guard(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "prompts/get" and isinstance(ctx.params, Mapping):
+            name = ctx.params.get("name")
+            prompts = {p.name: p for p in await server.list_prompts()}
+            prompt = prompts.get(name) if isinstance(name, str) else None
+            if prompt is None:
+                raise MCPError(INVALID_PARAMS, f"unknown prompt {str(name)[:80]!r}; "
+                               f"available: {', '.join(sorted(prompts))}")
+            given = ctx.params.get("arguments") or {}
+            missing = [a.name for a in prompt.arguments or ()
+                       if a.required and (not isinstance(given, Mapping) or a.name not in given)]
+            if missing:
+                raise MCPError(INVALID_PARAMS, f"prompt {prompt.name!r} needs the "
+                               f"argument(s) {', '.join(missing)}")
+        return await call_next(ctx)
+
+    return guard
 
 
 def register_resources(server: MCPServer, gate: EngineGate) -> None:

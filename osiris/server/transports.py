@@ -4,7 +4,9 @@ HTTP safety, configured explicitly because the SDK turns DNS-rebinding protectio
 off by itself for any non-loopback bind: Host and Origin allow-lists, a request size
 limit, and optional bearer tokens (``OSIRIS_HTTP_TOKEN``) compared in constant time.
 Binding beyond loopback without a token logs a loud warning. Both protocol eras are
-served: 2025-11-25 (initialize, sessions) and 2026-07-28 (stateless).
+served: 2025-11-25 (initialize, sessions: closed when idle, capped in number) and
+2026-07-28 (stateless). Both transports answer malformed messages themselves where the
+SDK would not (:mod:`osiris.server.stdio`, :mod:`osiris.server.http_guard`).
 """
 
 from __future__ import annotations
@@ -12,18 +14,26 @@ from __future__ import annotations
 import hmac
 import logging
 import signal
+import socket
+import sys
 import threading
 from typing import Any
 
-from mcp.server.transport_security import TransportSecuritySettings
+import anyio
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from osiris.config import Settings, is_loopback
 from osiris.server import build_server
+from osiris.server.http_guard import LegacyHttpGuard
+from osiris.server.stdio import serve as serve_lines
 
 log = logging.getLogger(__name__)
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+UNAUTHORIZED = ("Unauthorized: send 'Authorization: Bearer <token>' with a token from "
+                "OSIRIS_HTTP_TOKEN; for an entry written name=token, send only the token "
+                "after '=', not the name")
 
 
 class BearerAuth:
@@ -53,8 +63,7 @@ class BearerAuth:
         if name is None:
             response = JSONResponse(
                 {"jsonrpc": "2.0", "id": None,
-                 "error": {"code": -32001, "message": "Unauthorized: send "
-                           "'Authorization: Bearer <OSIRIS_HTTP_TOKEN>'"}},
+                 "error": {"code": -32001, "message": UNAUTHORIZED}},
                 status_code=401, headers={"WWW-Authenticate": 'Bearer realm="osiris"'})
             await response(scope, receive, send)
             return
@@ -79,9 +88,17 @@ def http_app(settings: Settings, port: int, server: Any = None) -> ASGIApp:
     """The ASGI application serving MCP at ``/mcp``."""
     server = server or build_server(settings)
     limit = settings.http_max_body_bytes or settings.max_payload_bytes + (1 << 20)
+    security = security_settings(settings, port)
     app: ASGIApp = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=False,
-        transport_security=security_settings(settings, port), max_request_body_size=limit)
+        streamable_http_path="/mcp", stateless_http=False, transport_security=security,
+        max_request_body_size=limit, session_idle_timeout=settings.http_session_idle_s,
+        max_sessions=settings.http_max_sessions)
+    app = LegacyHttpGuard(app, TransportSecurityMiddleware(security), limit, (
+        f"Too many open sessions: {settings.http_max_sessions} are open "
+        "(OSIRIS_HTTP_MAX_SESSIONS). End sessions you no longer use (DELETE /mcp with their "
+        f"Mcp-Session-Id), retry once idle ones expire (after {settings.http_session_idle_s:g} "
+        "s without a request, OSIRIS_HTTP_SESSION_IDLE_S), use the stateless 2026-07-28 "
+        "protocol, or raise OSIRIS_HTTP_MAX_SESSIONS."))
     if settings.http_tokens:
         app = BearerAuth(app, settings.http_tokens)
     elif not is_loopback(settings.http_host):
@@ -96,10 +113,32 @@ def serve_http(settings: Settings) -> None:
     """Run the Streamable HTTP server until interrupted."""
     import uvicorn
 
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # bound and listening (a failed bind has exited already)
+                sys.stderr.write(listening_line(settings) + "\n")
+                sys.stderr.flush()
+
     app = http_app(settings, settings.http_port)
-    log.info("OSIRIS MCP over HTTP at http://%s:%s/mcp", settings.http_host, settings.http_port)
-    uvicorn.Server(uvicorn.Config(app, host=settings.http_host, port=settings.http_port,
-                                  log_level=settings.log_level.lower(), lifespan="on")).run()
+    AnnouncingServer(uvicorn.Config(app, host=settings.http_host, port=settings.http_port,
+                                    log_level=settings.log_level.lower(), lifespan="on")).run()
+
+
+def listening_line(settings: Settings) -> str:
+    """What ``osiris serve --http`` says on stderr once it listens: where, and whether a
+    bearer token is required (how many identities, never the tokens)."""
+    host = settings.http_host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    url = f"http://{host}:{settings.http_port}/mcp"
+    count = len(settings.http_tokens)
+    if count:
+        auth = (f"bearer token required ({count} token "
+                f"{'identity' if count == 1 else 'identities'} from OSIRIS_HTTP_TOKEN)")
+    else:
+        auth = "no bearer token required (set OSIRIS_HTTP_TOKEN to require one)"
+    return f"osiris: MCP over Streamable HTTP listening on {url}; {auth}"
 
 
 def serve_stdio(settings: Settings) -> None:
@@ -110,4 +149,11 @@ def serve_stdio(settings: Settings) -> None:
         # closes the pipe, then print a traceback. Every store transaction commits whole
         # or not at all, so ending here loses nothing that was acknowledged.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-    build_server(settings).run("stdio")
+    anyio.run(serve_lines, build_server(settings), stdio_line_limit(settings))
+
+
+def stdio_line_limit(settings: Settings) -> int:
+    """The longest stdio line read: a payload at its limit must pass even after JSON
+    escaping has grown it (a quarter more, plus 1 MiB for the rest of the request),
+    while a runaway line is refused long before it can exhaust memory."""
+    return settings.max_payload_bytes + settings.max_payload_bytes // 4 + (1 << 20)

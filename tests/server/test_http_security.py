@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from tests.server.streams import Lines
 from tests.server.transports import free_port, http_client, http_server, osiris_env, run
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -102,3 +103,21 @@ def test_weak_tokens_are_refused_at_start(value: str) -> None:
     assert "OSIRIS_HTTP_TOKEN" in result.stderr
     assert "16 characters" in result.stderr
     assert value not in result.stderr  # a secret is never echoed
+
+
+@pytest.mark.parametrize("tokens", ["", "alice=alice-secret-token-0001,bob-secret-token-0002"])
+def test_serve_http_says_where_it_listens_and_whether_a_token_is_required(tokens: str) -> None:
+    env = osiris_env(OSIRIS_HTTP_TOKEN=tokens)
+    with http_server(env) as (url, proc):
+        assert proc.stderr is not None
+        stderr = Lines(proc.stderr)
+        line = stderr.wait_for(lambda text: url in text)
+        if tokens:
+            assert "bearer token required" in line and "2 token identities" in line
+            missing = _post(url, json.dumps(INIT))
+            assert missing.status_code == 401
+            message = missing.json()["error"]["message"]
+            assert "name=token" in message and "only the token after '='" in message
+        else:
+            assert "no bearer token" in line
+    assert "secret-token" not in "".join(stderr.seen)
