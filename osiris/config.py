@@ -79,7 +79,8 @@ class Settings:
     http_allowed_origins: tuple[str, ...] = ()
     """OSIRIS_HTTP_ALLOWED_ORIGINS: extra Origin values accepted."""
     http_max_body_bytes: int | None = None
-    """OSIRIS_HTTP_MAX_BODY_BYTES: request size limit (default: payload limit + 1 MiB)."""
+    """OSIRIS_HTTP_MAX_BODY_BYTES: request size limit (default: the stdio message limit, the
+    payload limit + a quarter + 1 MiB, so both transports accept the same requests)."""
     http_session_idle_s: float = 600.0
     """OSIRIS_HTTP_SESSION_IDLE_S: a 2025-11-25 HTTP session with no request for this
     many seconds is closed (its id then gets 404 and the client initializes again)."""

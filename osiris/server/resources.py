@@ -10,20 +10,24 @@ from mcp import MCPError
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import INVALID_PARAMS
 
+from osiris.core.display import escape_controls
 from osiris.errors import OsirisError
-from osiris.server.tools import EngineGate, principal_of
+from osiris.server.answers import model_facing
+from osiris.server.tools import EngineGate, bounded_text, principal_of
 
 
 def _json(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1)
+    # Read by the model like any answer: control characters escaped (osiris.core.display).
+    return json.dumps(model_facing(value), ensure_ascii=False, indent=1)
 
 
 def _guard(fn: Any) -> Any:
-    """Domain errors become clean JSON-RPC errors (-32602) naming what to fix."""
+    """Domain errors become clean JSON-RPC errors (-32602) naming what to fix, quoting
+    at most a short scrubbed excerpt of the input."""
     try:
         return fn()
     except OsirisError as exc:
-        raise MCPError(INVALID_PARAMS, f"{exc.code}: {exc}") from None
+        raise MCPError(INVALID_PARAMS, bounded_text(f"{exc.code}: {exc}")) from None
 
 
 def prompt_guard(server: MCPServer) -> Any:
@@ -110,4 +114,4 @@ def register_resources(server: MCPServer, gate: EngineGate) -> None:
             "First call osiris_plan(mode=\"resume\", task_id=\"" + view["task_id"] + "\") to "
             "confirm the state, then keep this manifest at the END of your context and pass "
             "its SEAL line to osiris_observe every turn:", "", view["manifest"]]
-        return "\n".join(lines)
+        return escape_controls("\n".join(lines))

@@ -87,7 +87,7 @@ def security_settings(settings: Settings, port: int) -> TransportSecuritySetting
 def http_app(settings: Settings, port: int, server: Any = None) -> ASGIApp:
     """The ASGI application serving MCP at ``/mcp``."""
     server = server or build_server(settings)
-    limit = settings.http_max_body_bytes or settings.max_payload_bytes + (1 << 20)
+    limit = settings.http_max_body_bytes or message_limit(settings)
     security = security_settings(settings, port)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=False, transport_security=security,
@@ -149,11 +149,12 @@ def serve_stdio(settings: Settings) -> None:
         # closes the pipe, then print a traceback. Every store transaction commits whole
         # or not at all, so ending here loses nothing that was acknowledged.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-    anyio.run(serve_lines, build_server(settings), stdio_line_limit(settings))
+    anyio.run(serve_lines, build_server(settings), message_limit(settings))
 
 
-def stdio_line_limit(settings: Settings) -> int:
-    """The longest stdio line read: a payload at its limit must pass even after JSON
-    escaping has grown it (a quarter more, plus 1 MiB for the rest of the request),
-    while a runaway line is refused long before it can exhaust memory."""
+def message_limit(settings: Settings) -> int:
+    """The largest JSON-RPC message read, on stdio (a line) and HTTP (a body, unless
+    OSIRIS_HTTP_MAX_BODY_BYTES says otherwise): a payload at its limit must pass even after
+    JSON escaping has grown it (a quarter more, plus 1 MiB for the rest of the request),
+    while a runaway message is refused long before it can exhaust memory."""
     return settings.max_payload_bytes + settings.max_payload_bytes // 4 + (1 << 20)
