@@ -45,6 +45,14 @@ class IntegrityError(StoreError):
     code = "integrity_error"
 
 
+class CommittedWithErrors(OsirisError):
+    """The call's changes were committed (it took effect), but work after the commit
+    failed, e.g. the journal witness could not be written. Not a StoreError on purpose:
+    retrying the call would apply it a second time (a second task for ``plan start``)."""
+
+    code = "committed_with_errors"
+
+
 class NotFoundError(OsirisError):
     """A task, ref, checkpoint or handoff id does not exist (or is not visible)."""
 
@@ -70,6 +78,7 @@ class PolicyError(OsirisError):
 
 
 __all__ = [
+    "CommittedWithErrors",
     "ConfigError",
     "IntegrityError",
     "InvalidInputError",

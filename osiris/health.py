@@ -87,7 +87,10 @@ def collect_health(settings: Settings) -> dict[str, Any]:
         doc["refs"] = {"count": int(refs_count), "bytes": int(refs_bytes)}
         doc["journal"] = {"events": chain.events, "head_seq": chain.head_seq,
                           "head_hash": chain.head_hash, "chain_ok": chain.ok,
+                          "witness_seq": chain.witness_seq,
+                          "witness_lag_events": chain.witness_lag,
                           "violations": list(chain.violations[:10])}
+        warnings.extend(chain.notes)
         if not chain.ok:
             problems.append(f"journal verification failed: {chain.violations[0]}")
     except OsirisError as exc:

@@ -35,6 +35,8 @@ class AuditReport:
     integrity_violations: list[str] = field(default_factory=list)
     journal: dict[str, Any] = field(default_factory=dict)
     ledger: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    """What limits the proof without being a violation (a journal witness that lags)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form, the SPEC §10 keys first."""
@@ -112,7 +114,10 @@ def audit_task(store: Store, task_id: str) -> AuditReport:
             f"ledger proves {proven} saved tokens but claims only {claimed}")
     report.journal = {"chain_ok": chain.ok, "events_total": chain.events,
                       "task_events": int(task_events), "head_seq": chain.head_seq,
-                      "head_hash": chain.head_hash}
+                      "head_hash": chain.head_hash, "witness_seq": chain.witness_seq,
+                      "witness_lag_events": chain.witness_lag,
+                      "hash_v2_from_seq": chain.v2_from_seq}
+    report.warnings.extend(chain.notes)
     report.ledger = {"rows": int(ledger_rows), "saved_claimed": int(claimed),
                      "saved_proven": int(proven), "unbacked_rows": int(unbacked)}
     report.lossless = not report.integrity_violations and report.items_missing == 0

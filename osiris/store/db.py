@@ -22,11 +22,23 @@ notebooks read while agents write. So no OSIRIS process keeps the file open:
   reader passes it (takes it shared, lets go at once) before asking for the main lock.
   New readers thus queue behind a waiting writer, the readers already inside finish,
   and the writer goes next.
-* Waiting is bounded: the lock is polled with a short, growing, jittered back-off
-  up to ``OSIRIS_LOCK_TIMEOUT_S`` (30 s by default); past it the call fails with
-  :class:`~osiris.errors.StoreBusyError`, a clear message, and nothing half-written.
+* Waiting is in the kernel and bounded: a contended ``flock`` blocks in a helper thread
+  (woken the moment the holder lets go) for at most ``OSIRIS_LOCK_TIMEOUT_S`` (30 s by
+  default); past it the call fails with :class:`~osiris.errors.StoreBusyError`, naming
+  the processes that hold the lock (from ``/proc/locks``), and nothing half-written.
 * A process outside OSIRIS (a notebook with its own ``duckdb.connect``) does not
-  take our lock; its DuckDB lock conflict is retried with the same back-off.
+  take our lock; its DuckDB lock conflict is retried with a short doubling back-off,
+  bounded by the same timeout.
+* Reads need no write access. A process's first read checks the applied migrations
+  under the shared lock and takes the exclusive lock only when one is pending, so a
+  dashboard may read a home it cannot write (lock files it may only read are locked
+  read-only; without any, a reader relies on DuckDB's own lock and its retry). A home
+  that needs migrating and is not writable is refused with an error that says so.
+* Nesting: a ``write()`` or ``read()`` inside a ``write()`` joins it, and an inner
+  ``on_commit`` runs after the outer COMMIT. A ``write()`` inside a ``read()`` of the
+  same thread would wait for its own shared lock: it fails at once, as a bug.
+* ``on_commit`` work (the journal witness) runs after COMMIT; when it fails the call
+  has nevertheless taken effect, and :class:`~osiris.errors.CommittedWithErrors` says so.
 * An ``exclusive`` database (the benchmark's private workspace) keeps one
   connection open for the life of the object: nobody else uses that home.
 
@@ -34,7 +46,6 @@ Durability: DuckDB commits with one fdatasync; a torn WAL tail after a crash is
 dropped silently, which is why the journal keeps a witness file outside the
 database (``osiris.store.journal``).
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -49,20 +60,33 @@ from typing import Any
 
 import duckdb
 
-from osiris.errors import SchemaError, StoreBusyError, StoreError
+from osiris.errors import (
+    CommittedWithErrors,
+    NotFoundError,
+    SchemaError,
+    StoreBusyError,
+    StoreError,
+)
 from osiris.store.migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
 
 _CONFLICT_MARKERS = ("Conflicting lock", "Could not set lock")
+_WRITE_IN_READ = (
+    "a write (Store.transaction or Database.write) was started inside a read (Store.read) "
+    "of the same thread: it would wait for the read's own shared lock until the lock "
+    "timeout. This is a bug in the caller, not a busy store: finish the read first, or "
+    "do the reading inside the transaction")
 
 
 class Database:
     """Access to ``osiris.duckdb`` with the locking discipline described above."""
 
     def __init__(self, path: Path, *, lock_timeout_s: float = 30.0, exclusive: bool = False,
-                 migrations: tuple[Migration, ...] = MIGRATIONS) -> None:
+                 migrations: tuple[Migration, ...] = MIGRATIONS, create: bool = True) -> None:
         self.path = path
+        #: False: never create the file or its directory (NotFoundError when absent).
+        self.create = create
         self.lock_path = path.with_name(path.name + ".lock")
         self.turnstile_path = path.with_name(path.name + ".turnstile")
         self.lock_timeout_s = lock_timeout_s
@@ -70,9 +94,10 @@ class Database:
         self._migrations = migrations
         self._held: duckdb.DuckDBPyConnection | None = None
         self._held_lock: int | None = None
-        # The open write transaction of the current thread (so nested calls join it), and
-        # a mutex that serialises this process's writers (and, when exclusive, everyone:
-        # a DuckDB connection must not be shared by two threads at once).
+        # Per thread: the open write transaction (nested calls join it), the callbacks to
+        # run after it commits, and how many reads are open. And a mutex that serialises
+        # this process's writers (and, when exclusive, everyone: a DuckDB connection must
+        # not be shared by two threads at once).
         self._local = threading.local()
         self._mutex = threading.RLock()
         self._migrated = False
@@ -87,28 +112,37 @@ class Database:
         """A read-write connection inside one transaction; commits on success.
 
         ``on_commit`` runs after COMMIT while the lock is still held (the journal
-        witness uses it). Re-entrant: a nested ``write()`` (or ``read()``) joins the
-        outer transaction.
+        witness uses it); if it fails, :class:`CommittedWithErrors` is raised: the
+        changes stay committed. Re-entrant: a nested ``write()`` (or ``read()``) joins
+        the outer transaction, and a nested ``on_commit`` runs after the outer COMMIT
+        (never, when the outer transaction rolls back). A ``write()`` inside a
+        ``read()`` of the same thread raises StoreError at once.
         """
         if self._current is not None:
+            if on_commit is not None:
+                self._local.after_commit.append(on_commit)
             yield self._current
             return
+        if getattr(self._local, "reads", 0):
+            raise StoreError(_WRITE_IN_READ)
+        after_commit = [on_commit] if on_commit is not None else []
         with self._mutex, self._connection(read_only=False) as con:
             if not self._migrated:  # on this connection: no second open just to check
                 self._apply_migrations(con)
             con.execute("BEGIN TRANSACTION")
             self._current = con
+            self._local.after_commit = after_commit
             try:
                 yield con
                 con.execute("COMMIT")
             except BaseException:
-                self._current = None
                 with contextlib.suppress(duckdb.Error):
                     con.execute("ROLLBACK")
                 raise
-            self._current = None
-            if on_commit is not None:
-                on_commit()
+            finally:
+                self._current = None
+                self._local.after_commit = []
+            _run_after_commit(after_commit)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -116,13 +150,29 @@ class Database:
         if self._current is not None:
             yield self._current
             return
-        self._ensure_migrated()
         guard = self._mutex if self.exclusive else contextlib.nullcontext()
-        with guard, self._connection(read_only=not self.exclusive) as con:
-            yield con
+        reads = getattr(self._local, "reads", 0)
+        self._local.reads = reads + 1
+        try:
+            if not self._migrated and self.path.exists():
+                # The first read: check the schema on the read's own connection, under
+                # the shared lock; only a pending migration needs the exclusive one.
+                with guard, self._connection(read_only=not self.exclusive) as con:
+                    if not self._pending_migrations(con):
+                        self._migrated = True
+                        yield con
+                        return
+            if not self._migrated:
+                self._migrate_for_read()
+            with guard, self._connection(read_only=not self.exclusive) as con:
+                yield con
+        finally:
+            self._local.reads = reads
 
     def migrate(self) -> list[str]:
         """Apply pending migrations; return the names applied now."""
+        if not self.create and not self.path.exists():
+            raise NotFoundError(f"{self.path} does not exist")
         with self._mutex, self._connection(read_only=False) as con:
             return self._apply_migrations(con)
 
@@ -151,8 +201,8 @@ class Database:
             self._held.close()
             self._held = None
         if self._held_lock is not None:
-            fcntl.flock(self._held_lock, fcntl.LOCK_UN)
-            os.close(self._held_lock)
+            if self._held_lock >= 0:
+                _release(self._held_lock)
             self._held_lock = None
 
     # -- connections and locks --------------------------------------------------------
@@ -162,7 +212,10 @@ class Database:
         if self._held is not None:
             yield self._held
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.exists():
+            raise NotFoundError(f"{self.path} does not exist")
         fd = self._acquire_lock(shared=read_only)
         try:
             con = self._connect(read_only=read_only)
@@ -186,7 +239,7 @@ class Database:
         gate = self._flock(self.turnstile_path, fcntl.LOCK_SH if shared else fcntl.LOCK_EX,
                            self.lock_timeout_s)
         try:
-            if shared:  # a reader only passes through
+            if shared and gate >= 0:  # a reader only passes through
                 _release(gate)
                 gate = -1
             left = max(self.lock_timeout_s - (time.monotonic() - started), 0.0)
@@ -198,8 +251,11 @@ class Database:
 
     def _flock(self, path: Path, mode: int, timeout_s: float) -> int:
         """A descriptor of ``path`` holding ``flock(mode)``, waited for at most
-        ``timeout_s`` seconds (then StoreBusyError)."""
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        ``timeout_s`` seconds (then StoreBusyError); -1 for a reader that may not open
+        the lock file at all."""
+        fd = _open_lock_file(path, shared=mode == fcntl.LOCK_SH)
+        if fd < 0:
+            return fd
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return fd
@@ -216,9 +272,12 @@ class Database:
         waiter.acquired.wait(timeout_s)
         self.lock_wait_s += time.monotonic() - started
         if waiter.give_up():
+            holders = ", ".join(lock_holders(path)) or "another process"
             raise StoreBusyError(
-                f"the OSIRIS store {self.path} stayed locked by another process for "
-                f"{self.lock_timeout_s:g}s; retry, or raise OSIRIS_LOCK_TIMEOUT_S"
+                f"the OSIRIS store {self.path} stayed locked for {self.lock_timeout_s:g}s "
+                f"by {holders}: an OSIRIS server, hook, dashboard or benchmark on this "
+                "home. Retry when it is done, stop it if it hangs, or raise "
+                "OSIRIS_LOCK_TIMEOUT_S"
             )
         if waiter.error is not None:
             os.close(fd)
@@ -232,34 +291,33 @@ class Database:
             try:
                 return connect_duckdb(self.path, read_only=read_only)
             except duckdb.IOException as exc:
-                # Only a foreign process (one that skips our flock) can get here.
+                # Only a process that skips our flock can get here: a foreign one, or an
+                # OSIRIS reader that may not open the lock files.
                 if not any(m in str(exc) for m in _CONFLICT_MARKERS):
                     raise StoreError(f"cannot open {self.path}: {exc}") from exc
                 waited = time.monotonic() - started
                 if waited >= self.lock_timeout_s:
+                    holders = ", ".join(lock_holders(self.path)) or "a process"
                     raise StoreBusyError(
-                        f"{self.path} is held open by a process outside OSIRIS (for example "
-                        "a notebook's duckdb.connect); close it, or read the Parquet export "
-                        "instead"
+                        f"{self.path} is held open by {holders} that does not take OSIRIS's "
+                        "lock (for example a notebook's own duckdb.connect): close that "
+                        "connection and retry. To read a home while OSIRIS uses it, open it "
+                        "through osiris.store.state.Store(Settings(home=...)).read(), which "
+                        "waits its turn"
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
 
     # -- schema -------------------------------------------------------------------------
 
-    def _ensure_migrated(self) -> None:
-        # Once per process and object: bring the schema up to date (or refuse a newer one).
-        if not self._migrated:
-            self.migrate()
-
-    def _apply_migrations(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL UNIQUE,"
-            " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
-        )
-        done = [r[0] for r in con.execute(
-            "SELECT name FROM schema_migrations ORDER BY id").fetchall()]
+    def _pending_migrations(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Names of the known migrations the database lacks (SchemaError when it holds
+        one this code does not know). Reads only: safe on a read-only connection."""
+        try:
+            done = [r[0] for r in con.execute(
+                "SELECT name FROM schema_migrations ORDER BY id").fetchall()]
+        except duckdb.CatalogException:  # an empty database: nothing applied yet
+            done = []
         known = [m.name for m in self._migrations]
         if done != known[: len(done)]:
             raise SchemaError(
@@ -267,8 +325,35 @@ class Database:
                 "database was written by a newer or different OSIRIS; upgrade mcp-osiris "
                 "or point OSIRIS_HOME elsewhere"
             )
+        return known[len(done):]
+
+    def _migrate_for_read(self) -> None:
+        """Migrate before a read; when that fails because this process may not write the
+        home, say so instead of DuckDB's or the OS's words."""
+        try:
+            self.migrate()
+        except (StoreBusyError, SchemaError, NotFoundError):
+            raise
+        except (StoreError, OSError, duckdb.Error) as exc:
+            if _writable(self.path):
+                raise
+            raise StoreError(
+                f"{self.path} needs migrating to {self.schema_version} (written by an older "
+                f"OSIRIS) but is not writable by this process ({exc}). Run OSIRIS once with "
+                "write access to this home (mcp-osiris or osiris serve, which migrate it "
+                "on their first call), then read it again"
+            ) from exc
+
+    def _apply_migrations(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL UNIQUE,"
+            " applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+        )
+        pending = self._pending_migrations(con)
+        done = len(self._migrations) - len(pending)
         applied = []
-        for index, migration in enumerate(self._migrations[len(done):], start=len(done) + 1):
+        for index, migration in enumerate(self._migrations[done:], start=done + 1):
             con.execute("BEGIN TRANSACTION")
             try:
                 for statement in migration.statements:
@@ -300,6 +385,83 @@ def connect_duckdb(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyCon
         con.close()
         raise
     return con
+
+
+def _run_after_commit(callbacks: list[Callable[[], None]]) -> None:
+    """Run every callback; any failure becomes CommittedWithErrors (the commit stands)."""
+    failures: list[Exception] = []
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception as exc:  # each one runs, whatever the others did
+            failures.append(exc)
+    if failures:
+        detail = "; ".join(str(exc) or type(exc).__name__ for exc in failures)
+        raise CommittedWithErrors(
+            f"the call took effect (its changes are committed), but work after the commit "
+            f"failed: {detail}. Do not retry the call: it would be applied a second time"
+        ) from failures[0]
+
+
+def _open_lock_file(path: Path, *, shared: bool) -> int:
+    """A descriptor to ``flock`` on: read-write (created if needed) when allowed, else
+    read-only (flock works on any descriptor); -1 for a reader that may not open it."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as first:
+        try:
+            return os.open(path, os.O_RDONLY)
+        except OSError:
+            if shared:
+                # A home this process may not write, with no lock file it may read: the
+                # read relies on DuckDB's own lock (and _connect's retry) instead.
+                log.debug("reading %s without its lock file: %s", path, first)
+                return -1
+            raise StoreError(f"cannot lock {path}: {first}; this process may not write "
+                             "the OSIRIS home") from first
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
+def lock_holders(path: Path) -> list[str]:
+    """The processes holding a lock on ``path`` ("pid N (command) to write"), read from
+    ``/proc/locks``; empty where that is unavailable."""
+    try:
+        stat = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            lines = locks.read().splitlines()
+    except OSError:
+        return []
+    wanted = (os.major(stat.st_dev), os.minor(stat.st_dev), stat.st_ino)
+    holders: list[str] = []
+    for line in lines:
+        # "1: FLOCK  ADVISORY  WRITE 4711 fe:00:2164810 0 EOF"; waiters have "->" second.
+        parts = line.split()
+        if len(parts) < 6 or parts[1] == "->" or not parts[4].isdigit():
+            continue
+        try:
+            major, minor, inode = parts[5].split(":")
+            key = (int(major, 16), int(minor, 16), int(inode))
+        except ValueError:
+            continue
+        if key == wanted:
+            pid = int(parts[4])
+            what = "to write" if parts[3] == "WRITE" else "to read"
+            holders.append(f"pid {pid} ({_command_of(pid)}) {what}")
+    return sorted(set(holders))
+
+
+def _command_of(pid: int) -> str:
+    if pid == os.getpid():
+        return "this process"
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "command unknown"
+    command = raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    return command[:120] + ("…" if len(command) > 120 else "") or "command unknown"
 
 
 def _release(fd: int) -> None:

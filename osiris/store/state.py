@@ -19,7 +19,7 @@ import duckdb
 
 from osiris.config import Settings
 from osiris.core.hashing import canonical_json, sha256_hex
-from osiris.errors import NotFoundError
+from osiris.errors import NotFoundError, StoreError
 from osiris.store import journal
 from osiris.store.db import Database
 from osiris.store.refs import RefStore
@@ -175,7 +175,10 @@ class Store:
         """One atomic unit of work; nested calls join the outer one.
 
         After COMMIT, while the lock is still held, the journal witness advances to
-        the last event appended, so the witness never runs ahead of the database.
+        the last event appended, so the witness never runs ahead of the database. When
+        that write fails the transaction stays committed and
+        :class:`~osiris.errors.CommittedWithErrors` is raised; the witness lags (the
+        audit says so) until the next commit moves it to the head.
         """
         outer: Tx | None = getattr(self._local, "tx", None)
         if outer is not None:
@@ -186,7 +189,14 @@ class Store:
         def advance_witness() -> None:
             cursor = holder[0]._cursor
             if cursor.appended:
-                journal.write_witness(self.home, cursor.seq, cursor.hash)
+                try:
+                    journal.write_witness(self.home, cursor.seq, cursor.hash)
+                except OSError as exc:
+                    raise StoreError(
+                        f"the journal witness {self.home / journal.WITNESS_NAME} could not "
+                        f"be updated to event {cursor.seq} ({exc}); it lags behind the "
+                        "journal until the next commit (osiris audit reports the lag)"
+                    ) from exc
 
         with self.db.write(on_commit=advance_witness) as con:
             tx = Tx(con, journal.read_tail(con), self.clock, actor)
