@@ -71,7 +71,7 @@ def collect_health(settings: Settings) -> dict[str, Any]:
     invariants: RuleSet | None = None
     rule_problems: list[str] = []
     try:
-        store = Store(settings)
+        store = Store(settings, create=False)  # a health check must not create the home
         try:
             applied = store.db.applied_migrations()
             with store.read() as con:

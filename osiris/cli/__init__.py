@@ -40,7 +40,7 @@ def cmd_audit(settings: Settings, args: argparse.Namespace) -> int:
     from osiris.store.audit import audit_task
     from osiris.store.state import Store
 
-    store = Store(settings)
+    store = Store(settings, create=False)  # NotFoundError (exit 2) on a missing home
     try:
         report = audit_task(store, args.task)
     finally:
@@ -199,7 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``osiris`` (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(
         prog="osiris", description="OSIRIS: sealed state, verified refs and guard rails "
-        "for AI coding agents (an MCP server and a research harness).")
+        "for AI coding agents (an MCP server and a research harness).",
+        epilog="The home is OSIRIS_HOME (default ~/.osiris). What creates it: the MCP server "
+        "(mcp-osiris, osiris serve) when it starts, a client hook (osiris hook) and any "
+        "program that opens an osiris.Engine. osiris health, osiris audit and "
+        "osiris-dashboard only read: on a missing home they say so and never create one.")
     parser.add_argument("--version", action="version", version=f"osiris {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     health = sub.add_parser("health", help="check this OSIRIS home; prints JSON")

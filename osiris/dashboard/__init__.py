@@ -190,9 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "text) or bind 127.0.0.1\n")
         return 2
     if not settings.db_path.exists():  # a mistyped OSIRIS_HOME must not show an empty home
-        sys.stderr.write(f"osiris-dashboard: there is no OSIRIS home at {settings.home} (no "
-                         f"{settings.db_path.name}): set OSIRIS_HOME to the home your MCP "
-                         "servers use, or start one there first\n")
+        from osiris.store.state import missing_home_message
+
+        sys.stderr.write(f"osiris-dashboard: {missing_home_message(settings.home)} (the "
+                         "one your MCP servers use)\n")
         return 2
     reports = Path(args.reports).resolve() if args.reports else default_reports(settings)
     logging.basicConfig(stream=sys.stderr, level=settings.log_level,

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import duckdb
@@ -155,16 +156,34 @@ class Tx:
         )
 
 
+HOME_CREATORS = ("it is created by the first MCP server / hook that writes: run an agent "
+                 "with OSIRIS (mcp-osiris) or `osiris serve` once, or point OSIRIS_HOME at "
+                 "an existing home")
+"""What makes a home exist (read-only commands never create one)."""
+
+
+def missing_home_message(home: Path) -> str:
+    """The one sentence every read-only entry point gives for a home that is not there."""
+    return f"there is no OSIRIS home at {home} (no osiris.duckdb); {HOME_CREATORS}"
+
+
 class Store:
     """Persistence of one OSIRIS home, safe to use from many processes at once."""
 
     def __init__(self, settings: Settings, *, exclusive: bool = False,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, create: bool = True) -> None:
+        """``create=False`` (read-only commands): open an existing home or raise
+        NotFoundError, creating no directory or file; the default creates the home
+        (the directory now, the database at the first read or write)."""
         self.settings = settings
         self.home = settings.home
-        self.home.mkdir(parents=True, exist_ok=True)
+        if create:
+            self.home.mkdir(parents=True, exist_ok=True)
+        elif not settings.db_path.is_file():
+            # A mistyped OSIRIS_HOME must be caught, not silently become a new empty home.
+            raise NotFoundError(missing_home_message(self.home))
         self.db = Database(settings.db_path, lock_timeout_s=settings.lock_timeout_s,
-                           exclusive=exclusive)
+                           exclusive=exclusive, create=create)
         self.refs = RefStore(settings.refs_dir)
         self.clock: Clock = clock or SystemClock()
         self._local = threading.local()

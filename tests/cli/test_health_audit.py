@@ -12,7 +12,8 @@ from osiris.store.state import Store
 from tests.conftest import REPO, run_cli
 
 
-def test_health_on_a_fresh_home(osiris_home: Path) -> None:
+def test_health_on_a_new_home(store: Store, osiris_home: Path) -> None:
+    store.db.migrate()  # what the first MCP server or hook does (health creates no home)
     result = run_cli("health")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -25,7 +26,8 @@ def test_health_on_a_fresh_home(osiris_home: Path) -> None:
     assert doc["journal"]["head_seq"] == 0
 
 
-def test_audit_unknown_task_is_a_clear_error() -> None:
+def test_audit_unknown_task_is_a_clear_error(store: Store) -> None:
+    store.db.migrate()
     result = run_cli("audit", "--task", "does-not-exist")
     assert result.returncode == 2
     assert result.stdout == ""
