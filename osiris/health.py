@@ -35,15 +35,23 @@ def _hook_log(settings: Settings, warnings: list[str]) -> dict[str, Any]:
     except OSError:
         return {"log": str(path), "skipped": 0}
     last: Any = None
-    if lines:
+    entries: list[Any] = []
+    for line in lines:
         try:
-            last = json.loads(lines[-1])
+            entries.append(json.loads(line))
         except ValueError:
-            last = lines[-1][:300]
-        warnings.append(f"{len(lines)} client hook call(s) went through unchecked; the last: "
+            entries.append(line[:300])
+    # A recorded entry: the call was journaled, only post-commit work (the witness) failed.
+    recorded = sum(1 for e in entries if isinstance(e, dict) and e.get("recorded"))
+    unchecked = len(entries) - recorded
+    if entries:
+        last = entries[-1]
+        warnings.append(f"{unchecked} client hook call(s) went through unchecked and "
+                        f"{recorded} were recorded with a post-commit problem; the last: "
                         f"{last.get('problem') if isinstance(last, dict) else last} "
                         f"(see {path})")
-    return {"log": str(path), "skipped": len(lines), "last": last}
+    return {"log": str(path), "skipped": unchecked, "recorded_with_problems": recorded,
+            "last": last}
 
 
 def collect_health(settings: Settings) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from osiris.config import Settings
 from osiris.core import client_hooks
 from osiris.core.client_hooks import HookCall
 from osiris.engine import Engine
-from osiris.errors import OsirisError
+from osiris.errors import CommittedWithErrors, OsirisError
 
 log = logging.getLogger(__name__)
 CLIENT = "claude-code"
@@ -78,6 +78,8 @@ def run_hook(settings: Settings, event: str, raw: bytes) -> HookOutcome:
         with Engine(settings) as engine:
             handler = pre_tool_use if event == "pre-tool-use" else post_tool_use
             doc = handler(engine, call)
+    except CommittedWithErrors as exc:  # the call is recorded; only later work failed
+        return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True)
     except OsirisError as exc:
         return skipped(settings, event, f"{exc.code}: {exc}", raw)
     except Exception as exc:  # any failure of OSIRIS must leave the user's tool alone
@@ -86,11 +88,14 @@ def run_hook(settings: Settings, event: str, raw: bytes) -> HookOutcome:
     return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
 
 
-def skipped(settings: Settings | None, event: str, problem: str, raw: bytes) -> HookOutcome:
+def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
+            recorded: bool = False) -> HookOutcome:
     """Log the problem (``hooks.log`` when the settings are known); let the tool call go
-    ahead with a visible warning, exit 0."""
+    ahead with a visible warning, exit 0. ``recorded``: OSIRIS did record the call (its
+    transaction committed) and only work after the commit failed."""
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "client": CLIENT, "event": event, "problem": problem,
+                       "recorded": recorded,
                        "input_bytes": len(raw)},  # not the input itself: it may hold secrets
                       ensure_ascii=False)
     if settings is not None:
@@ -100,6 +105,7 @@ def skipped(settings: Settings | None, event: str, problem: str, raw: bytes) -> 
                 fh.write(line + "\n")
         except OSError as exc:  # the log is a courtesy; the answer must still go out
             log.warning("cannot write %s: %s", settings.hooks_log_path, exc)
-    sys.stderr.write(f"osiris: hook {event} skipped: {problem}\n")
+    sys.stderr.write(f"osiris: hook {event} {'recorded, but' if recorded else 'skipped'}: "
+                     f"{problem}\n")
     return HookOutcome(client_hooks.decision_json(client_hooks.allow_with_warning(problem)),
                        0, problem)

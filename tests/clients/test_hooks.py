@@ -328,3 +328,28 @@ def test_a_busy_store_is_a_logged_skip_before_the_hook_times_out(osiris_home: Pa
         store.close()
     assert "store_busy" in doc["systemMessage"] and "5s" in doc["systemMessage"]
     assert "store_busy" in (osiris_home / "hooks.log").read_text("utf-8")
+
+
+def test_a_post_commit_failure_is_logged_as_recorded_not_as_unchecked(
+        osiris_home: Path) -> None:
+    post = {"session_id": "s-witness", "cwd": "/work", "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_use_id": "toolu_w1",
+            "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "a\nb\n", "stderr": "", "exit_code": 0}}
+    hook("post-tool-use", post)
+    witness = osiris_home / "journal.witness"
+    witness.unlink()
+    witness.mkdir()  # the witness cannot be replaced: the commit succeeds, the write fails
+    doc, done = hook("post-tool-use", {**post, "tool_use_id": "toolu_w2",
+                                       "tool_input": {"command": "pwd"}})
+    witness.rmdir()
+    assert "committed_with_errors" in done.stderr and "recorded, but" in done.stderr
+    assert "systemMessage" in doc  # the user sees it; the tool result is untouched
+    logged = [json.loads(x) for x in (osiris_home / "hooks.log").read_text().splitlines()]
+    assert [entry["recorded"] for entry in logged] == [True]
+    observed = home_rows(osiris_home, "SELECT count(*) FROM events WHERE kind = "
+                         "'observe.result'")
+    assert observed == [(2,)]  # both calls are in the journal
+    health = json.loads(run_cli("health").stdout)
+    hooks = health["client_hooks"]
+    assert hooks["skipped"] == 0 and hooks["recorded_with_problems"] == 1
