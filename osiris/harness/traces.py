@@ -6,54 +6,49 @@ Formats (datasets/traces/NORMALIZATION.md): Claude Code / Agent SDK stream-json
 SWE-agent ``*.traj``. Every importer is tolerant: malformed lines, unknown event
 types, results without a call and truncated documents are skipped and counted in
 :attr:`Trace.skipped`, never raised.
+
+Beside the steps each importer records which model response issued each call
+(:attr:`TraceStep.response`), the task the agent was given (:attr:`Trace.task_prompt`)
+and, for Claude Code, where the client compacted its history (:attr:`Trace.compactions`).
+
+* **Responses.** Claude Code: the assistant message id (stream-json repeats it on
+  every event of one response); where ids are masked or missing, assistant events
+  with no user event between them are one response. Codex ``exec --json``: calls whose
+  executions overlap (one starts before the other completes) are one response, any
+  other call is a response of its own; rollout files: the model items between two
+  tool outputs (or user messages) are one response. mini-swe-agent and SWE-agent: one
+  call per response.
+* **Task prompts.** mini-swe-agent: ``messages[1]``. SWE-agent: the user messages of
+  ``history`` between the system prompt and the first assistant message, without the
+  demonstration (``is_demo``; kept apart in :attr:`Trace.demonstration`). Claude Code
+  session files: every user text message before the first assistant message (the
+  prompt and the ``@``-file attachments Claude Code adds as meta messages). Codex
+  rollouts: the first ``user_message`` event (else the first user message that is not
+  environment context or user instructions). Stream-json and ``exec --json`` logs do
+  not carry the prompt: a ``prompt.txt`` beside the log is read instead
+  (:mod:`osiris.harness.task_prompts`).
+* **Masked ids.** Some logs mask every tool id as ``[REDACTED_TOKEN]``. Calls are kept
+  in order (never keyed by id); a result pairs with its call by id when exactly one
+  call carries that id and it has no output yet, else with the oldest call that has
+  no output yet.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from osiris.harness.claude_log import import_claude_code
+from osiris.harness.codex_log import import_codex
+from osiris.harness.task_prompts import companion_task_prompt, is_companion
+from osiris.harness.trace_records import Compaction, Trace, TraceStep, block_text
+
+__all__ = ["FORMATS", "Compaction", "Trace", "TraceStep", "detect_format", "find_traces",
+           "load_trace"]
+
 FORMATS = ("claude-code", "codex-cli", "mini-swe-agent", "swe-agent")
-
-
-@dataclass(frozen=True)
-class TraceStep:
-    """One tool call and the output the agent received."""
-
-    i: int
-    tool: str
-    args: dict[str, Any]
-    output: str
-    is_error: bool
-    call_id: str | None = None
-
-
-@dataclass
-class Trace:
-    """One imported session."""
-
-    source: str
-    format: str
-    steps: list[TraceStep] = field(default_factory=list)
-    texts: list[tuple[int, str]] = field(default_factory=list)
-    """Assistant prose, each with the index of the step it precedes (len(steps) = after all)."""
-    system_prompt: str | None = None
-    tools_declared: list[str] = field(default_factory=list)
-    usage: list[dict[str, Any]] = field(default_factory=list)
-    """Provider-reported usage records, in order (as found in the transcript)."""
-    meta: dict[str, Any] = field(default_factory=dict)
-    skipped: Counter[str] = field(default_factory=Counter)
-
-    def later_text(self, step_index: int) -> str:
-        """Everything the agent wrote after receiving step ``step_index``'s output."""
-        parts = [json.dumps(s.args, ensure_ascii=False) for s in self.steps[step_index + 1:]]
-        parts += [t for at, t in self.texts if at > step_index]
-        return "\n".join(parts)
 
 
 _JSONL_MARKERS = (
@@ -87,261 +82,23 @@ def load_trace(path: Path, fmt: str | None = None) -> Trace:
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
     fmt = fmt or detect_format(path, text[:20000])
-    if fmt == "claude-code":
-        return _claude(path, text)
-    if fmt == "codex-cli":
-        return _codex(path, text)
-    if fmt == "mini-swe-agent":
-        return _mini(path, text)
-    if fmt == "swe-agent":
-        return _swe(path, text)
-    trace = Trace(source=str(path), format="unknown")
-    trace.skipped["unknown_format"] += 1
-    return trace
-
-
-def _json_lines(text: str, trace: Trace) -> Iterable[dict[str, Any]]:
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            trace.skipped["malformed_line"] += 1
-            continue
-        if not isinstance(event, dict):
-            trace.skipped["malformed_line"] += 1
-            continue
-        yield event
-
-
-def _block_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, str):
-                parts.append(block)
-        return "\n".join(parts)
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
-
-
-@dataclass
-class _ClaudeCalls:
-    """Calls and results of a Claude Code transcript, paired as they arrive."""
-
-    calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    results: dict[str, tuple[str, bool]] = field(default_factory=dict)
-    texts: list[tuple[int, str]] = field(default_factory=list)  # position = calls seen
-
-    def add_blocks(self, trace: Trace, kind: str, content: list[Any]) -> None:
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if kind == "assistant" and btype == "tool_use":
-                call_id = str(block.get("id") or f"anon-{len(self.order)}")
-                raw_input = block.get("input")
-                args: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
-                self.calls[call_id] = (str(block.get("name", "unknown")), args)
-                self.order.append(call_id)
-            elif kind == "assistant" and btype == "text":
-                self.texts.append((len(self.order), str(block.get("text", ""))))
-            elif kind == "user" and btype == "tool_result":
-                self.add_result(trace, block)
-
-    def add_result(self, trace: Trace, block: dict[str, Any]) -> None:
-        call_id = str(block.get("tool_use_id") or "")
-        if call_id not in self.calls or call_id in self.results:
-            # Masked ids: pair with the oldest call that has no output yet.
-            unmatched = [c for c in self.order if c not in self.results]
-            if not unmatched:
-                trace.skipped["result_without_call"] += 1
-                return
-            call_id = unmatched[0]
-        self.results[call_id] = (_block_text(block.get("content")), bool(block.get("is_error")))
-
-    def assemble(self, trace: Trace) -> None:
-        kept_before = [0]
-        for call_id in self.order:
-            if call_id in self.results:
-                tool, args = self.calls[call_id]
-                output, is_error = self.results[call_id]
-                trace.steps.append(TraceStep(len(trace.steps), tool, args, output, is_error,
-                                             call_id))
-            else:
-                trace.skipped["call_without_result"] += 1
-            kept_before.append(len(trace.steps))
-        # Re-base text positions from "calls seen" to "steps kept".
-        trace.texts = [(kept_before[pos], t) for pos, t in self.texts]
-
-
-def _claude_meta(trace: Trace, event: dict[str, Any]) -> None:
-    if event.get("type") == "system" and event.get("subtype") == "init":
-        trace.tools_declared = [str(t) for t in event.get("tools", [])]
-        trace.meta.update(model=event.get("model"),
-                          client_version=event.get("claude_code_version"),
-                          session_id=event.get("session_id"))
-    elif event.get("type") == "result":
-        trace.meta["end_state"] = event.get("subtype")
-        if isinstance(event.get("usage"), dict):
-            trace.meta["final_usage"] = event["usage"]
-
-
-def _claude(path: Path, text: str) -> Trace:
-    trace = Trace(source=str(path), format="claude-code")
-    calls = _ClaudeCalls()
-    for event in _json_lines(text, trace):
-        kind = event.get("type")
-        if kind in ("system", "result"):
-            _claude_meta(trace, event)
-            continue
-        if kind not in ("assistant", "user"):
-            trace.skipped[f"event:{kind}"] += 1
-            continue
-        if event.get("isSidechain") is True or event.get("parent_tool_use_id"):
-            # A sub-agent's own context (Task): not what the main agent paid for.
-            trace.skipped["sidechain"] += 1
-            continue
-        message = event.get("message")
-        if not isinstance(message, dict):
-            trace.skipped["malformed_event"] += 1
-            continue
-        if kind == "assistant" and isinstance(message.get("usage"), dict):
-            usage = dict(message["usage"])
-            usage["message_id"] = message.get("id")
-            # One API response streams as several events that repeat its usage.
-            if not trace.usage or trace.usage[-1].get("message_id") != usage["message_id"]:
-                trace.usage.append(usage)
-        content = message.get("content")
-        if isinstance(content, str):
-            if kind == "assistant":
-                calls.texts.append((len(calls.order), content))
-        elif isinstance(content, list):
-            calls.add_blocks(trace, str(kind), content)
-        else:
-            trace.skipped["malformed_event"] += 1
-    calls.assemble(trace)
-    return trace
-
-
-def _codex(path: Path, text: str) -> Trace:
-    trace = Trace(source=str(path), format="codex-cli")
-    pending: dict[str, tuple[str, dict[str, Any]]] = {}
-    for event in _json_lines(text, trace):
-        kind = event.get("type")
-        if kind in ("thread.started", "turn.started", "item.started", "item.updated", "error"):
-            continue
-        if kind == "turn.completed":
-            if isinstance(event.get("usage"), dict):
-                trace.usage.append(dict(event["usage"]))
-            trace.meta["end_state"] = "turn.completed"
-            continue
-        if kind in ("session_meta", "turn_context"):
-            payload = event.get("payload") or {}
-            if isinstance(payload, dict) and payload.get("instructions"):
-                trace.system_prompt = str(payload["instructions"])
-            continue
-        if kind == "response_item":
-            _codex_rollout_item(trace, event.get("payload"), pending)
-            continue
-        if kind == "event_msg":
-            payload = event.get("payload") or {}
-            if isinstance(payload, dict) and payload.get("type") == "token_count":
-                info = payload.get("info")
-                if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-                    trace.usage.append(dict(info["last_token_usage"]))
-            continue
-        if kind != "item.completed":
-            trace.skipped[f"event:{kind}"] += 1
-            continue
-        item = event.get("item")
-        if not isinstance(item, dict):
-            trace.skipped["malformed_event"] += 1
-            continue
-        itype = item.get("type")
-        if itype == "command_execution":
-            exit_code = item.get("exit_code")
-            trace.steps.append(TraceStep(
-                len(trace.steps), "shell", {"command": str(item.get("command", ""))},
-                str(item.get("aggregated_output") or ""),
-                exit_code not in (0, None), str(item.get("id"))))
-        elif itype in ("agent_message", "reasoning"):
-            trace.texts.append((len(trace.steps), str(item.get("text", ""))))
-        elif itype == "file_change":
-            changes = item.get("changes") or []
-            trace.steps.append(TraceStep(len(trace.steps), "apply_patch", {"changes": changes},
-                                         str(item.get("status", "")), False, str(item.get("id"))))
-        elif itype == "todo_list":
-            continue
-        else:
-            trace.skipped[f"item:{itype}"] += 1
-    return trace
-
-
-def _codex_rollout_item(trace: Trace, payload: Any,
-                        pending: dict[str, tuple[str, dict[str, Any]]]) -> None:
-    """One ``response_item`` of a Codex rollout file (``~/.codex/sessions``)."""
-    if not isinstance(payload, dict):
-        trace.skipped["malformed_event"] += 1
-        return
-    ptype = payload.get("type")
-    if ptype in ("function_call", "custom_tool_call", "local_shell_call"):
-        raw_args = payload.get("arguments") or payload.get("input") or payload.get("action")
-        if isinstance(raw_args, str):
-            try:
-                args = json.loads(raw_args)
-            except ValueError:
-                args = {"input": raw_args}
-        else:
-            args = raw_args if isinstance(raw_args, dict) else {}
-        if not isinstance(args, dict):
-            args = {"input": args}
-        pending[str(payload.get("call_id"))] = (str(payload.get("name") or ptype), args)
-    elif ptype in ("function_call_output", "custom_tool_call_output"):
-        call_id = str(payload.get("call_id"))
-        if call_id not in pending:
-            trace.skipped["result_without_call"] += 1
-            return
-        tool, args = pending.pop(call_id)
-        raw = payload.get("output")
-        output, is_error = _rollout_output(raw)
-        trace.steps.append(TraceStep(len(trace.steps), tool, args, output, is_error, call_id))
-    elif ptype == "message":
-        if payload.get("role") == "assistant":
-            trace.texts.append((len(trace.steps), _content_text(payload.get("content"))))
-        elif payload.get("role") in ("system", "developer") and trace.system_prompt is None:
-            trace.system_prompt = _content_text(payload.get("content"))
-    elif ptype == "reasoning":
-        return
+    importers = {"claude-code": import_claude_code, "codex-cli": import_codex,
+                 "mini-swe-agent": _mini, "swe-agent": _swe}
+    if fmt not in importers:
+        trace = Trace(source=str(path), format="unknown")
+        trace.skipped["unknown_format"] += 1
+        return trace
+    trace = importers[fmt](path, text)
+    if trace.task_prompt:
+        trace.task_prompt_source = "log"
     else:
-        trace.skipped[f"item:{ptype}"] += 1
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return _block_text(content)
-
-
-def _rollout_output(raw: Any) -> tuple[str, bool]:
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            return raw, False
-        if isinstance(parsed, dict) and "output" in parsed:
-            meta = parsed.get("metadata") or {}
-            code = meta.get("exit_code") if isinstance(meta, dict) else None
-            return str(parsed["output"]), code not in (0, None)
-        return raw, False
-    if isinstance(raw, dict):
-        return str(raw.get("output", raw)), False
-    return "" if raw is None else str(raw), False
+        cwd = trace.meta.get("cwd")
+        found = companion_task_prompt(path, trace.format, cwd if isinstance(cwd, str) else None)
+        if found is not None:
+            trace.task_prompt, files = found
+            trace.task_prompt_source = "prompt.txt"
+            trace.companions = [str(f) for f in files]
+    return trace
 
 
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)```", re.DOTALL)
@@ -371,12 +128,14 @@ def _mini(path: Path, text: str) -> Trace:
     messages: list[Any] = doc["messages"] if isinstance(doc.get("messages"), list) else []
     if messages and isinstance(messages[0], dict) and messages[0].get("role") == "system":
         trace.system_prompt = str(messages[0].get("content", ""))
+    if len(messages) > 1 and isinstance(messages[1], dict) and messages[1].get("role") == "user":
+        trace.task_prompt = block_text(messages[1].get("content"))
     pending: tuple[str, dict[str, Any]] | None = None
     for message in messages[2:]:
         if not isinstance(message, dict):
             trace.skipped["malformed_message"] += 1
             continue
-        role, content = message.get("role"), _block_text(message.get("content"))
+        role, content = message.get("role"), block_text(message.get("content"))
         if role == "assistant":
             blocks = _BASH_BLOCK.findall(content)
             prose = _BASH_BLOCK.sub("", content).strip()
@@ -393,8 +152,9 @@ def _mini(path: Path, text: str) -> Trace:
                 continue
             code = _RETURNCODE.search(content)
             is_error = (code is not None and code.group(1) != "0") or "timed out" in content[:300]
+            # One action per model response: the response index is the step's.
             trace.steps.append(TraceStep(len(trace.steps), pending[0], pending[1], content,
-                                         is_error))
+                                         is_error, response=len(trace.steps)))
             pending = None
     return trace
 
@@ -406,9 +166,10 @@ def _swe(path: Path, text: str) -> Trace:
         return trace
     info = doc["info"] if isinstance(doc.get("info"), dict) else {}
     trace.meta.update(end_state=info.get("exit_status"))
-    history = doc.get("history") if isinstance(doc.get("history"), list) else []
+    history: list[Any] = doc["history"] if isinstance(doc.get("history"), list) else []
     if history and isinstance(history[0], dict) and history[0].get("role") == "system":
         trace.system_prompt = str(history[0].get("content", ""))
+    _swe_task(trace, history)
     for entry in doc.get("trajectory") or []:
         if not isinstance(entry, dict) or "action" not in entry:
             trace.skipped["malformed_step"] += 1
@@ -421,14 +182,32 @@ def _swe(path: Path, text: str) -> Trace:
         observation = str(entry.get("observation") or "")
         is_error = observation.lstrip().startswith(("Traceback", "Error", "Usage:"))
         trace.steps.append(TraceStep(len(trace.steps), tool, {"command": action}, observation,
-                                     is_error))
+                                     is_error, response=len(trace.steps)))
     return trace
 
 
+def _swe_task(trace: Trace, history: list[Any]) -> None:
+    """The user messages before the first action: the demonstration apart from the task."""
+    task: list[str] = []
+    demo: list[str] = []
+    for message in history:
+        if not isinstance(message, dict) or message.get("role") == "system":
+            continue
+        if message.get("role") != "user":
+            break
+        (demo if message.get("is_demo") else task).append(block_text(message.get("content")))
+    trace.task_prompt = "\n\n".join(task)
+    trace.demonstration = "\n\n".join(demo)
+
+
 def find_traces(root: Path) -> list[Path]:
-    """Transcript files under ``root`` (sorted, provenance files excluded)."""
+    """Transcript files under ``root`` (sorted; provenance files, the ``prompt.txt``
+    beside a log and the documents it includes are not transcripts)."""
     found = []
     for path in sorted(root.rglob("*")):
-        if path.is_file() and path.suffix not in (".md", ".py") and not path.name.startswith("."):
-            found.append(path)
+        if not path.is_file() or path.suffix in (".md", ".py") or path.name.startswith("."):
+            continue
+        if is_companion(path.relative_to(root)):
+            continue
+        found.append(path)
     return found
