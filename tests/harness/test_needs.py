@@ -177,3 +177,23 @@ def test_every_trace_need_has_a_kind_and_a_later_use() -> None:
         for produced, need in session.needs:
             assert isinstance(need, Need) and need.kind in NEED_KINDS
             assert produced < need.use_step <= len(session.steps)
+
+
+def test_needs_of_the_bundled_traces_by_kind() -> None:
+    sessions = list(TraceWorkload(TRACES).sessions())
+    kinds = Counter(n.kind for s in sessions for _, n in s.needs)
+    dropped: Counter[str] = Counter()
+    moved: Counter[str] = Counter()
+    for session in sessions:
+        dropped.update(session.dropped_needs)
+        moved.update(session.moved_needs)
+    # 151 token needs before the task prompts were known; 32 of them are strings of a
+    # task prompt (24 identifiers, 8 paths) and give way to shorter candidates; 555
+    # edit anchors, 44 of them held by a task prompt.
+    assert dict(kinds) == {"path": 55, "identifier": 71, "edit_anchor": 511}
+    assert dict(dropped) == {"in_task_prompt": 76}
+    assert dict(moved) == {}
+    by_client = Counter(s.client for s in sessions)
+    assert by_client == {"claude-code": 4, "codex-cli": 2, "mini-swe-agent": 3, "swe-agent": 2}
+    assert all(s.task_prompt for s in sessions)
+    assert sum(len(s.compactions) for s in sessions) == 3

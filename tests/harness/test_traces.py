@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from osiris.core.tokens import default_counter
 from osiris.harness.task_prompts import READ_REMINDER, read_result
 from osiris.harness.traces import find_traces, load_trace
 from tests.conftest import TRACES, run_cli
@@ -322,3 +323,22 @@ def test_compactions_of_the_issue_271_log() -> None:
     assert compaction.summary not in trace.task_prompt
     assert [len(load_trace(p).compactions) for p in sorted(CLAUDE_DIR.rglob("agent_log_raw.txt"))
             ] == [1, 1, 0, 1]
+
+
+def test_bundled_tielec_logs_take_their_task_from_the_prompt_beside_them() -> None:
+    counter = default_counter()
+    for log in sorted(CLAUDE_DIR.rglob("agent_log_raw.txt")):
+        trace = load_trace(log)
+        prompt = (log.parent / "prompt.txt").read_text("utf-8")
+        assert trace.task_prompt_source == "prompt.txt"
+        assert trace.task_prompt.startswith(prompt)
+        assert trace.companions[0] == str(log.parent / "prompt.txt")
+        first = trace.usage[0]
+        provider = first["input_tokens"] + first["cache_creation_input_tokens"]
+        # The rebuilt prompt (with its attachments) is within 2% of what the provider
+        # counted for the first call (SOURCES.md gives each figure).
+        assert abs(counter.count(trace.task_prompt) / provider - 1) < 0.02, log
+    for log in sorted(CODEX_DIR.rglob("agent_log_raw.txt")):
+        trace = load_trace(log)
+        assert trace.task_prompt == (log.parent / "prompt.txt").read_text("utf-8")
+        assert "@.ai-workflow/issue-119/" in trace.task_prompt  # Codex attaches nothing
