@@ -87,9 +87,15 @@ def expand_claude_code(prompt: str, includes: Path, cwd: str | None) -> tuple[st
         call = json.dumps({"file_path": shown}, ensure_ascii=False, separators=(",", ":"))
         parts.append(f"Called the Read tool with the following input: {call}")
         parts.append("Result of calling the Read tool:\n"
-                     + read_result(path.read_text("utf-8", errors="replace")))
+                     + read_result(_read_exact(path)))
         used.append(path)
     return "\n\n".join(parts), used
+
+
+def _read_exact(path: Path) -> str:
+    """A file's text with its line endings as they are (an Issue body pasted into a
+    prompt keeps GitHub's CRLF; ``read_text`` would turn it into LF)."""
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def companion_task_prompt(transcript: Path, fmt: str,
@@ -98,7 +104,7 @@ def companion_task_prompt(transcript: Path, fmt: str,
     prompt_file = transcript.with_name(PROMPT_FILE)
     if transcript.name == PROMPT_FILE or not prompt_file.is_file():
         return None
-    prompt = prompt_file.read_text("utf-8", errors="replace")
+    prompt = _read_exact(prompt_file)
     if fmt != "claude-code":
         return prompt, [prompt_file]
     text, used = expand_claude_code(prompt, transcript.with_name(INCLUDES_DIR), cwd)

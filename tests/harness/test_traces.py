@@ -19,6 +19,7 @@ ISSUE_127 = CLAUDE_DIR / "issue-127/06_testing/revise/agent_log_raw.txt"
 ISSUE_271 = CLAUDE_DIR / "issue-271/04_implementation/execute/agent_log_raw.txt"
 CODEX_DIR = TRACES / "codex-cli__tielec-ai-workflow-agent/issue-119"
 CODEX_REVIEW = CODEX_DIR / "01_requirements/review/agent_log_raw.txt"
+HELDOUT = TRACES.parent / "traces-heldout"
 MASK = "[REDACTED_TOKEN]"
 
 
@@ -342,3 +343,15 @@ def test_bundled_tielec_logs_take_their_task_from_the_prompt_beside_them() -> No
         trace = load_trace(log)
         assert trace.task_prompt == (log.parent / "prompt.txt").read_text("utf-8")
         assert "@.ai-workflow/issue-119/" in trace.task_prompt  # Codex attaches nothing
+
+
+def test_the_held_out_sessions_are_found_and_imported_like_the_bundled_ones() -> None:
+    paths = find_traces(HELDOUT)
+    assert [p.relative_to(HELDOUT).parts[0] for p in paths] == \
+        ["claude-code__tielec-ai-workflow-agent"] * 2 + ["codex-cli__tielec-ai-workflow-agent"] * 2
+    traces = [load_trace(p) for p in paths]
+    assert [len(t.steps) for t in traces] == [3, 3, 5, 8]
+    assert all(not t.skipped for t in traces)
+    assert [t.task_prompt_source for t in traces] == ["", "", "prompt.txt", "prompt.txt"]
+    # The Issue body pasted into the requirements prompt keeps GitHub's CRLF.
+    assert traces[3].task_prompt.count("\r\n") == 136 and len(traces[3].task_prompt) == 5_020
