@@ -1,0 +1,15 @@
+"""The real clients (Claude Code, Codex) against the scripted model, offline.
+
+* :mod:`.run` — where the binaries are, a scratch home per run, one client session
+  against a :class:`~osiris.harness.model_server.ModelServer` with a time limit.
+* :mod:`.configs` — the configurations measured: the bare client, OSIRIS installed by
+  ``osiris install``, context-mode installed its own documented way.
+* :mod:`.heads` — what a first request holds: system, tool definitions, the parts the
+  client adds to the messages, in tokens and bytes.
+* :mod:`.behaviour` — how each client cuts what its tools return (Read's caps, Bash's
+  persisted output, Codex's truncation), found by scripted calls and bisection.
+
+``python -m osiris.harness.client_heads`` runs all of it and writes
+``osiris/harness/data/client_heads.json``. (Not to be confused with
+:mod:`osiris.clients`, which writes OSIRIS's entries into a client's files.)
+"""

@@ -1,0 +1,268 @@
+"""One real client session against the scripted model: binaries, scratch home, limits.
+
+The recipe is ``../shared/FACTS.md`` ("Real clients, offline"): Claude Code reads its
+endpoint from ``ANTHROPIC_BASE_URL`` and its permissions from
+``$HOME/.claude/settings.json``; Codex reads ``$CODEX_HOME/config.toml`` with a custom
+model provider on the Responses API. Nothing but loopback is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from osiris.harness.model_script import ModelRequest
+from osiris.harness.model_server import LoggedRequest, ModelServer, prompts_of
+
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+CLIENTS = (CLAUDE_CODE, CODEX)
+VERSIONS = {CLAUDE_CODE: "2.1.328", CODEX: "0.169.0"}
+"""The pinned versions (``.ci/install-node-tools``)."""
+NPM_PACKAGES = {CLAUDE_CODE: "@anthropic-ai/claude-code", CODEX: "@openai/codex"}
+_BINARIES = {
+    # npm 11 skips Claude Code's postinstall: run the platform package's native binary.
+    CLAUDE_CODE: ("@anthropic-ai", "claude-code-linux-x64", "claude"),
+    CODEX: ("@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin",
+            "codex"),
+}
+CLAUDE_ALLOW = ["Bash(*)", "Read(*)", "Edit(*)", "Write(*)", "Glob(*)", "Grep(*)",
+                "mcp__osiris", "mcp__plugin_context-mode_context-mode"]
+"""Claude Code's permission rules for every configuration (as root
+``--dangerously-skip-permissions`` is refused, and ``-p`` cannot ask)."""
+CODEX_PROVIDER = "scripted"
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Tools:
+    """Where the project's install scripts put the Node-side tools (``.tools/``)."""
+
+    root: Path
+
+    @classmethod
+    def of_repo(cls, repo: Path) -> Tools:
+        """The tools of a checkout (``REPO/.tools``)."""
+        return cls(repo.resolve() / ".tools")
+
+    def client(self, name: str) -> Path:
+        """The client's executable (``.tools/clients``, by ``.ci/install-node-tools``)."""
+        return self.root.joinpath("clients", "node_modules", *_BINARIES[name])
+
+    @property
+    def context_mode(self) -> Path:
+        """context-mode's package directory (``.ci/install-peers node``)."""
+        return self.root / "context-mode" / "node_modules" / "context-mode"
+
+    @property
+    def context_mode_bin(self) -> Path:
+        """``context-mode`` and Node 22, as ``npm install`` linked them."""
+        return self.root / "context-mode" / "node_modules" / ".bin"
+
+    def missing(self, names: Sequence[str] = CLIENTS) -> list[str]:
+        """The clients whose binary is not installed."""
+        return [name for name in names if not os.access(self.client(name), os.X_OK)]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A scratch user for one configuration, at fixed paths under ``root``.
+
+    The paths reach the prompt (Claude Code names the working directory and its memory
+    folder under HOME; Codex names the working directory and its skills folder under
+    CODEX_HOME), so measurements use the same ``root`` every time. Codex refuses to put
+    helper binaries under the temporary directory, so TMPDIR is inside ``root`` too."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        """HOME of the client and of every hook and server it starts."""
+        return self.root / "home"
+
+    @property
+    def project(self) -> Path:
+        """The working directory of the session."""
+        return self.root / "project"
+
+    @property
+    def osiris_home(self) -> Path:
+        """OSIRIS_HOME for ``osiris install`` (the server and hooks it writes use it)."""
+        return self.root / "osiris-home"
+
+    @property
+    def tmp(self) -> Path:
+        """TMPDIR of the client."""
+        return self.root / "tmp"
+
+    @property
+    def codex_home(self) -> Path:
+        """CODEX_HOME (Codex's default place under HOME)."""
+        return self.home / ".codex"
+
+    @property
+    def claude_settings(self) -> Path:
+        """Claude Code's user settings (permissions, hooks)."""
+        return self.home / ".claude" / "settings.json"
+
+    def reset(self, client: str) -> Workspace:
+        """Start from nothing: empty home, project and OSIRIS home; the client's base
+        configuration written (Claude Code's permissions; Codex's provider, filled in
+        by :func:`point_codex_at` before each run)."""
+        for path in (self.home, self.project, self.osiris_home, self.tmp):
+            if path.exists():
+                shutil.rmtree(path)
+            path.mkdir(parents=True)
+        if client == CLAUDE_CODE:
+            self.claude_settings.parent.mkdir(parents=True)
+            self.claude_settings.write_text(json.dumps(
+                {"permissions": {"allow": CLAUDE_ALLOW}}, indent=2) + "\n", encoding="utf-8")
+        else:
+            self.codex_home.mkdir(parents=True)
+            point_codex_at(self, "http://127.0.0.1:9")
+        return self
+
+
+def point_codex_at(workspace: Workspace, base_url: str) -> None:
+    """Make ``$CODEX_HOME/config.toml`` use the scripted model at ``base_url``.
+
+    Keeps everything else in the file (an ``osiris install codex`` entry, context-mode's
+    server). Without ``features.plugins = false`` and ``analytics.enabled = false`` Codex
+    looks up github.com and chatgpt.com names (FACTS.md)."""
+    path = workspace.codex_home / "config.toml"
+    document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else (
+        tomlkit.document())
+    document["model_provider"] = CODEX_PROVIDER
+    document["approval_policy"] = "never"
+    document["sandbox_mode"] = "danger-full-access"
+    providers = document.setdefault("model_providers", tomlkit.table(is_super_table=True))
+    providers[CODEX_PROVIDER] = {"name": "scripted model", "base_url": f"{base_url}/v1",
+                                 "wire_api": "responses", "request_max_retries": 0,
+                                 "stream_max_retries": 0}
+    features = document.setdefault("features", tomlkit.table())
+    features["plugins"] = False
+    analytics = document.setdefault("analytics", tomlkit.table())
+    analytics["enabled"] = False
+    path.write_text(tomlkit.dumps(document), encoding="utf-8")
+
+
+def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
+               extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a client process (nothing inherited but PATH).
+
+    ``npm_config_offline``: context-mode's hooks try to ``npm install`` a native module
+    they cannot load; offline that waits minutes on the network, told to be offline npm
+    fails at once and context-mode carries on (its documented fallback)."""
+    path = os.pathsep.join([str(tools.context_mode_bin), os.environ.get("PATH", "")])
+    env = {"PATH": path, "HOME": str(workspace.home), "TMPDIR": str(workspace.tmp),
+           "LANG": "C.UTF-8", "TZ": "UTC", "npm_config_offline": "true"}
+    if client == CLAUDE_CODE:
+        env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-scripted-model",
+                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
+                   DISABLE_AUTOUPDATER="1")
+    else:
+        env["CODEX_HOME"] = str(workspace.codex_home)
+    env.update(extra or {})
+    return env
+
+
+def client_argv(client: str, tools: Tools, prompt: str,
+                extra_args: Sequence[str] = ()) -> list[str]:
+    """The command line of one non-interactive session."""
+    binary = str(tools.client(client))
+    if client == CLAUDE_CODE:
+        return [binary, "-p", prompt, "--output-format", "json", *extra_args]
+    return [binary, "exec", "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox", "--json", *extra_args, prompt]
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """What one session did."""
+
+    client: str
+    argv: list[str]
+    returncode: int | None
+    """None when the time limit stopped it."""
+    seconds: float
+    stdout: str
+    stderr: str
+    requests: list[LoggedRequest] = field(repr=False)
+    """Everything the model server received during the session, oldest first."""
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the session was stopped by its time limit."""
+        return self.returncode is None
+
+    @property
+    def prompts(self) -> list[ModelRequest]:
+        """The model prompts of the session (count_tokens excluded)."""
+        return prompts_of(self.requests)
+
+    def result(self) -> dict[str, Any] | None:
+        """Claude Code's ``--output-format json`` result (None for Codex or no JSON)."""
+        try:
+            value = json.loads(self.stdout)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def describe(self) -> str:
+        """One line for an error message: how it ended, and the end of stderr."""
+        ending = "timed out" if self.timed_out else f"exit {self.returncode}"
+        return (f"{self.client} {ending} after {self.seconds:.1f}s, {len(self.prompts)} "
+                f"prompts; stderr: {self.stderr[-600:].strip()!r}")
+
+
+def run_client(client: str, server: ModelServer, workspace: Workspace, prompt: str, *,
+               tools: Tools, timeout_s: float = DEFAULT_TIMEOUT_S,
+               extra_args: Sequence[str] = (), extra_env: Mapping[str, str] | None = None
+               ) -> ClientRun:
+    """Run one session of ``client`` in ``workspace.project`` against ``server``.
+
+    The client runs in its own process group; at the time limit the whole group (the
+    client, its hooks, its MCP servers) is killed and the run says so. The requests
+    logged while it ran come back with it (run sessions one after another on a server
+    to keep them apart)."""
+    if client == CODEX:
+        point_codex_at(workspace, server.base_url)
+    argv = client_argv(client, tools, prompt, extra_args)
+    env = client_env(client, workspace, server.base_url, tools, extra_env)
+    already = len(server.requests())
+    started = time.monotonic()
+    process = subprocess.Popen(argv, cwd=workspace.project, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               errors="replace",
+                               start_new_session=True)
+    returncode: int | None
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+        returncode = process.returncode
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        stdout, stderr = process.communicate()
+        returncode = None
+    finally:
+        _kill_group(process)  # hooks or MCP servers the client left behind
+    return ClientRun(client, argv, returncode, time.monotonic() - started, stdout, stderr,
+                     server.requests()[already:])
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the process group this module started (by its id, never by name)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if process.poll() is None:
+        process.wait(timeout=10)

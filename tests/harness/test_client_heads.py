@@ -1,0 +1,183 @@
+"""Measuring a client's head from its requests, and the committed measurements."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from osiris.core.tokens import default_counter
+from osiris.harness import client_heads
+from osiris.harness.clients.behaviour import bisect
+from osiris.harness.clients.configs import CONFIGURATIONS, OSIRIS, install
+from osiris.harness.clients.heads import (
+    FIXED_DATE,
+    Neutraliser,
+    added_texts,
+    delta,
+    measure_head,
+)
+from osiris.harness.clients.run import CLIENTS, CODEX, VERSIONS, Tools, Workspace, point_codex_at
+from osiris.harness.model_script import ANTHROPIC, OPENAI, ModelRequest
+from tests.conftest import REPO
+
+COUNTER = default_counter()
+ENVIRONMENT = ("# Environment\n - Primary working directory: /tmp/run/project\n"
+               "Today's date is 2026-12-01.\n\n"
+               "The following deferred tools are now available via ToolSearch:\n"
+               "WebFetch\nmcp__osiris__osiris_plan\n\nAnd more.")
+BASH = {"name": "Bash", "description": "Runs a command.", "input_schema": {"type": "object"}}
+
+
+def _claude_body(environment: str = ENVIRONMENT, tools: list[Any] | None = None
+                 ) -> dict[str, Any]:
+    return {"model": "claude-x", "tools": [BASH] if tools is None else tools,
+            "system": [{"type": "text", "text": "billing line"},
+                       {"type": "text", "text": "You are a test agent."}],
+            "messages": [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "<system-reminder>\nremember\n</system-reminder>"},
+                    {"type": "text", "text": "hi"}]},
+                {"role": "system", "content": [{"type": "text", "text": environment}]}]}
+
+
+def test_a_head_is_system_tools_and_added_parts_without_the_prompt() -> None:
+    neutralise = Neutraliser({"/tmp/run": "/scratch"})
+    head = measure_head(ModelRequest(0, ANTHROPIC, "/v1/messages", _claude_body()), "hi",
+                        COUNTER, neutralise)
+    assert head.system.tokens == (COUNTER.count("billing line")
+                                  + COUNTER.count("You are a test agent."))
+    assert head.tools.tokens == COUNTER.count(json.dumps([BASH], separators=(",", ":")))
+    assert [(p.role, p.label) for p in head.parts] == [("user", "<system-reminder>"),
+                                                        ("system", "# Environment")]
+    expected = ENVIRONMENT.replace("/tmp/run", "/scratch").replace("2026-12-01", FIXED_DATE)
+    assert head.parts[1].size.tokens == COUNTER.count(expected)
+    assert head.total == head.system + head.tools + head.messages
+    assert head.tool_names == ["Bash"]
+    assert head.deferred_tool_names == ["WebFetch", "mcp__osiris__osiris_plan"]
+    assert head.mcp_tools_deferred
+    assert dict(neutralise.replaced) == {"path /scratch": 1, "date": 1}
+    written = head.as_json()
+    assert written["total"]["tokens"] == head.total.tokens
+    assert "You are" not in json.dumps(written)  # sizes and labels only, no text
+
+
+def test_codex_tools_in_additional_tools_and_deferred_namespaces() -> None:
+    body = {"model": "gpt-x", "input": [
+        {"type": "additional_tools", "role": "developer", "tools": [
+            {"type": "namespace", "name": "functions", "description": "",
+             "tools": [{"type": "custom", "name": "exec", "description": "Run JS"}]}]},
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<tools>\nDeferred tool namespaces:\n"
+                                           "- mcp__osiris: task state.\n</tools>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}
+    head = measure_head(ModelRequest(0, OPENAI, "/v1/responses", body), "hi", COUNTER,
+                        Neutraliser())
+    assert head.tool_names == ["functions.exec"]
+    assert head.tools.tokens > 0
+    assert head.system.tokens == 0
+    assert [p.label for p in head.parts] == ["<tools>"]
+    assert head.deferred_tool_names == ["mcp__osiris"]
+    assert head.mcp_tools_deferred
+
+
+def test_delta_counts_what_a_configuration_adds() -> None:
+    bare = measure_head(ModelRequest(0, ANTHROPIC, "/v1/messages", _claude_body()), "hi",
+                        COUNTER, Neutraliser())
+    extra_tool = {**BASH, "name": "mcp__osiris__osiris_recall"}
+    added_line = "## osiris\nKeep big outputs outside your context."
+    more = measure_head(ModelRequest(0, ANTHROPIC, "/v1/messages",
+                                     _claude_body(f"{ENVIRONMENT}\n{added_line}",
+                                                  [BASH, extra_tool])),
+                        "hi", COUNTER, Neutraliser())
+    change = delta(more, bare, COUNTER)
+    assert change["total"]["tokens"] == more.total.tokens - bare.total.tokens
+    assert change["tools_added"] == ["mcp__osiris__osiris_recall"]
+    assert change["tools_removed"] == []
+    assert change["text_lines_added"]["count"] == 2
+    assert change["text_lines_removed"]["count"] == 0
+    assert not more.mcp_tools_deferred  # its definition was sent
+
+
+def test_added_texts_tell_the_result_from_what_a_hook_added() -> None:
+    before = _claude_body()
+    turn = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                                               "input": {"file_path": "/x"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": [{"type": "text", "text": "1\talpha"}]}]},
+            {"role": "system", "content": [{"type": "text", "text": "hook: read carefully"}]}]
+    after = {**before, "messages": [*before["messages"], *turn]}
+    found = added_texts(ModelRequest(0, ANTHROPIC, "/v1/messages", before),
+                        ModelRequest(1, ANTHROPIC, "/v1/messages", after))
+    assert [(a.role, a.text, a.tool_result) for a in found] == [
+        ("user", "1\talpha", True), ("system", "hook: read carefully", False)]
+
+
+def test_bisect_brackets_a_threshold_within_the_resolution() -> None:
+    probes: list[int] = []
+
+    def over(n: int) -> bool:
+        probes.append(n)
+        return n >= 30_042
+
+    low, high = bisect(over, 1_000, 500_000, 500)
+    assert low < 30_042 <= high
+    assert high - low <= 500
+    assert len(probes) <= 12
+
+
+def test_codex_endpoint_is_set_beside_an_osiris_install(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path / "w").reset(CODEX)
+    install(OSIRIS, CODEX, workspace, Tools.of_repo(REPO))
+    point_codex_at(workspace, "http://127.0.0.1:4321")
+    config = tomllib.loads((workspace.codex_home / "config.toml").read_text())
+    assert config["mcp_servers"]["osiris"]["args"] == ["-m", "osiris"]
+    assert config["mcp_servers"]["osiris"]["env"]["OSIRIS_HOME"] == str(workspace.osiris_home)
+    assert config["model_provider"] == "scripted"
+    assert config["model_providers"]["scripted"]["base_url"] == "http://127.0.0.1:4321/v1"
+    assert config["features"]["plugins"] is False
+    assert config["analytics"]["enabled"] is False
+
+
+def _longest_string(value: Any) -> int:
+    """Length of the longest string anywhere inside ``value``."""
+    longest, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            longest = max(longest, len(item))
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return longest
+
+
+def test_the_committed_measurements_are_complete_and_hold_no_vendor_text() -> None:
+    data = client_heads.load()
+    assert data["schema_version"] == client_heads.SCHEMA_VERSION
+    assert data["encoding"] == "cl100k_base"
+    assert set(data["clients"]) == set(CLIENTS)
+    for client, entry in data["clients"].items():
+        assert entry["version"] == VERSIONS[client]
+        assert entry["heads"]["repeat_identical"]
+        for heads in entry["heads"]["by_model"].values():
+            assert set(heads) == set(CONFIGURATIONS)
+            for configuration, head in heads.items():
+                assert head["total"]["tokens"] == (head["system"]["tokens"]
+                                                   + head["tools"]["tokens"]
+                                                   + head["messages"]["tokens"])
+                assert ("delta_over_bare" in head) == (configuration != "bare")
+        summary = data["summary"][client]
+        assert all(t > 0 for model in summary["head_tokens"].values() for t in model.values())
+    cc, cx = data["summary"]["claude-code"], data["summary"]["codex"]
+    assert cc["read"]["token_cap"] == 25_000
+    assert cc["bash_persist"]["persisted_from_chars"] - cc["bash_persist"][
+        "kept_chars_up_to"] <= 1_000
+    assert cx["shell_cut"]["exec_command"]["head_bytes"] > 0
+    # Counts, names, labels and short shapes only: the request bodies stay out (the
+    # `how` notes are ours).
+    assert _longest_string({k: v for k, v in data.items() if k != "how"}) < 400
+    text = client_heads.DATA_FILE.read_text()
+    assert "You are" not in text and "/tmp/" not in text

@@ -1,0 +1,80 @@
+"""The real clients (Claude Code, Codex) against the scripted model, offline.
+
+Each runs a 2-step script — one tool call, then the end — and the test reads what
+reached the model: the tool's real output in the second prompt. The binaries come from
+npm (``.ci/install-node-tools``, run by ``nox -s tests`` when npm is present and always
+by ``.ci/run``). Without them the tests skip, unless TEST_REQUIRE_NODE_TOOLS=1 (CI),
+where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from osiris.core.tokens import default_counter
+from osiris.harness.clients.configs import OSIRIS, install
+from osiris.harness.clients.heads import Neutraliser, measure_head
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Tools, Workspace, run_client
+from osiris.harness.model_script import FinalText, ScriptedTurns, ToolCall, tool_results
+from osiris.harness.model_server import ModelServer
+from tests.conftest import REPO
+
+TOOLS = Tools.of_repo(REPO)
+# The shell computes the answer, so only a command that really ran can produce it.
+COMMAND = "printf 'osiris-%s\\n' $((6 * 7))"
+
+
+def _require(client: str) -> None:
+    if not TOOLS.missing([client]):
+        return
+    message = f"{TOOLS.client(client)} not installed: run .ci/install-node-tools"
+    if os.environ.get("TEST_REQUIRE_NODE_TOOLS") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _session(client: str, call: ToolCall, workspace: Workspace,
+             extra_args: tuple[str, ...] = ()) -> list[list[str]]:
+    """Run the 2-step script; the tool results of each prompt the model received."""
+    with ModelServer(ScriptedTurns([call, FinalText("Done.")])) as server:
+        run = run_client(client, server, workspace, "run the command", tools=TOOLS,
+                         timeout_s=120, extra_args=extra_args)
+    assert run.returncode == 0, run.describe()
+    return [tool_results(prompt) for prompt in run.prompts]
+
+
+def test_claude_code_sends_the_bash_result_to_the_model(tmp_path: Path) -> None:
+    _require(CLAUDE_CODE)
+    workspace = Workspace(tmp_path / "cc").reset(CLAUDE_CODE)
+    results = _session(CLAUDE_CODE, ToolCall("Bash", {"command": COMMAND}), workspace)
+    assert results == [[], ["osiris-42"]]
+
+
+def test_codex_sends_the_exec_command_result_to_the_model(tmp_path: Path) -> None:
+    _require(CODEX)
+    workspace = Workspace(tmp_path / "cx").reset(CODEX)
+    results = _session(CODEX, ToolCall("exec_command", {"cmd": COMMAND}), workspace,
+                       ("-m", "gpt-5-codex"))
+    assert len(results) == 2
+    assert results[0] == []
+    (output,) = results[1]
+    # Codex heads the output with its own lines (chunk id, wall time, exit code).
+    assert "Process exited with code 0" in output
+    assert output.endswith("Output:\nosiris-42\n")
+
+
+def test_claude_code_with_osiris_installed_lists_its_tools_by_name_only(
+        tmp_path: Path) -> None:
+    _require(CLAUDE_CODE)
+    workspace = Workspace(tmp_path / "cc").reset(CLAUDE_CODE)
+    install(OSIRIS, CLAUDE_CODE, workspace, TOOLS)
+    with ModelServer(ScriptedTurns([FinalText("Done.")])) as server:
+        run = run_client(CLAUDE_CODE, server, workspace, "hi", tools=TOOLS, timeout_s=120)
+    assert run.returncode == 0, run.describe()
+    head = measure_head(run.prompts[0], "hi", default_counter(), Neutraliser())
+    assert head.mcp_tools_deferred
+    assert "mcp__osiris__osiris_recall" in head.deferred_tool_names
+    assert head.mcp_tools_defined == []
