@@ -222,7 +222,8 @@ REPORT_TABLES = [
     gain on cumulative input. A saving only counts if `needs found = needs total`.
     """),
     code('''
-    traces = pl.DataFrame([r for r in rows if r["workload"] == "traces"],
+    traces = pl.DataFrame([r for r in rows if r["workload"] == "traces"
+                           and r["retrieval"] == "visible"],
                           infer_schema_length=None)
     costs = [f"billed_cost_{m}" for m in report.COST_MODELS]
     totals = (traces.group_by("system")
@@ -323,7 +324,10 @@ PRUNE_THRESHOLDS = [
             systems.append(OsirisSystem(workdir / label.replace(" ", ""), label=label,
                                         settings_overrides={"prune_mode": mode,
                                                             "prune_threshold_tokens": threshold}))
+    # Pruning means eviction, which only an agent loop that owns its history can do: every
+    # session is replayed as one here (client="agent-loop"), whichever client produced it.
     grid_rows = run_matrix(sessions, systems, params={"turn_seconds": 20},
+                           client="agent-loop",
                            progress=lambda line: print(line, flush=True))
     '''),
     md("""
@@ -487,7 +491,8 @@ PRUNE_THRESHOLDS = [
     policy_systems = [RawSystem()] + [
         OsirisSystem(workdir / f"policy-{k}", policy=policy, label=label)
         for k, (label, policy) in enumerate(policies.items())]
-    policy_rows = run_matrix(sessions, policy_systems, params={"turn_seconds": 20})
+    policy_rows = run_matrix(sessions, policy_systems, params={"turn_seconds": 20},
+                             client="agent-loop")
     policy_summary = summarise(policy_rows)
     policy_summary
     '''),
@@ -547,7 +552,7 @@ COST_MODELS = [
 
     models = default_cost_models()
     rows = pl.read_parquet(reports / "data" / "results.parquet")
-    traces = rows.filter(pl.col("workload") == "traces")
+    traces = rows.filter((pl.col("workload") == "traces") & (pl.col("retrieval") == "visible"))
     pl.DataFrame([{"name": m.name, "input $/MTok": m.input_usd_per_mtok,
                    "write ×": m.write_multiplier, "read ×": m.read_multiplier,
                    "min cacheable": m.min_cacheable_tokens, "ttl s": m.ttl_s,
@@ -936,7 +941,7 @@ TRACES = [
     """),
     code('''
     results = pl.read_parquet(reports / "data" / "results.parquet").filter(
-        pl.col("workload") == "traces").with_columns(
+        (pl.col("workload") == "traces") & (pl.col("retrieval") == "visible")).with_columns(
         pl.col("session").map_elements(short, return_dtype=pl.String))
     systems = [s for s in report.SYSTEMS if s in results["system"].unique().to_list()]
     table = (results.pivot(on="system", index="session", values="cumulative_input_tokens")

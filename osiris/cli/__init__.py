@@ -14,6 +14,10 @@ from osiris.config import Settings
 from osiris.errors import ConfigError, NotFoundError, OsirisError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# osiris.harness.profiles.PROFILES and osiris.harness.retrieval.RETRIEVAL_MODELS, spelled
+# here so that the CLI's start-up imports nothing of the harness (a test keeps them equal).
+CLIENT_PROFILES = ("claude-code", "codex", "agent-loop")
+RETRIEVAL_MODELS = ("visible", "paging", "exact")
 
 
 def _configure_logging(level: str) -> None:
@@ -65,7 +69,8 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     default = repo / ".osiris-bench" / "quick" if args.quick else repo / "reports"
     out = Path(args.out).resolve() if args.out else default
     try:
-        run(repo, out, quick=args.quick, stages=args.stage or None)
+        run(repo, out, quick=args.quick, stages=args.stage or None,
+            retrievals=tuple(args.retrieval or ()), client=args.client)
     except ValueError as exc:
         sys.stderr.write(f"osiris: {exc}\n")
         return EXIT_USAGE
@@ -99,7 +104,8 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
                          + " (give files, directories or globs that exist)\n")
         return EXIT_USAGE
     progress = sessions.Progress(len(inputs.files), enabled=not args.quiet)
-    run = sessions.replay_sessions(inputs, progress=progress)
+    run = sessions.replay_sessions(inputs, progress=progress, client=args.client,
+                                   retrieval=args.retrieval)
     if parquet is not None:
         for path in sessions.write_parquet(run, parquet):
             sys.stderr.write(f"osiris: wrote {path}\n")
@@ -238,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", help="report directory (default: REPO/reports, which also "
                        "regenerates README.md's measured blocks)")
     bench.add_argument("--stage", action="append", help="run only this stage (repeatable)")
+    bench.add_argument("--retrieval", choices=RETRIEVAL_MODELS, action="append",
+                       help="retrieval model of the trace replays (repeatable; default all "
+                       "three: visible, paging, exact)")
+    bench.add_argument("--client", choices=CLIENT_PROFILES,
+                       help="replay every trace inside this client (default: its own)")
     bench.set_defaults(func=cmd_bench)
     replay = sub.add_parser(
         "replay", help="what OSIRIS would have saved on your own agent sessions",
@@ -251,6 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="print the JSON document")
     replay.add_argument("--parquet", metavar="DIR", help="also write Parquet tables to DIR")
     replay.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    replay.add_argument("--client", choices=CLIENT_PROFILES,
+                        help="replay every session inside this client (default: the client "
+                        "that produced it; mini-swe-agent and SWE-agent: agent-loop)")
+    replay.add_argument("--retrieval", choices=RETRIEVAL_MODELS, default="visible",
+                        help="how the scripted agent gets a need back: visible (default: "
+                        "only with what its prompt shows), paging (a lower bound) or exact "
+                        "(an upper bound)")
     replay.add_argument("--schema", action="store_true",
                         help="print the JSON schema of --json and exit")
     replay.set_defaults(func=cmd_replay)

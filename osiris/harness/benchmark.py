@@ -19,6 +19,7 @@ from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
 from osiris.harness.metrics import add_net_gains, row_of
 from osiris.harness.osiris_system import OsirisSystem
+from osiris.harness.profiles import PROFILES, native_profile, profile
 from osiris.harness.replay import (
     TURN_SECONDS,
     ClientNativeSystem,
@@ -27,6 +28,7 @@ from osiris.harness.replay import (
     RawSystem,
     System,
 )
+from osiris.harness.retrieval import RETRIEVAL_MODELS
 from osiris.harness.workloads import Session, SweepWorkload, TraceWorkload, dataset_hashes
 
 BREAK_EVEN_SIZES = (100, 150, 200, 300, 400, 600, 800, 1_200)
@@ -50,20 +52,28 @@ class Matrix:
             raise ValueError(f"unknown systems {unknown}: use some of {list(SYSTEMS)}")
         build: dict[str, Callable[[], System]] = {
             "raw": RawSystem, "client-native": ClientNativeSystem, "oracle": OracleSystem,
-            "osiris-fixed": lambda: OsirisSystem(self.workdir / f"{tag}-fixed",
-                                                 fixed_mode="standard"),
+            "osiris-fixed": lambda: _fixed(self.workdir / f"{tag}-fixed"),
             "osiris-adaptive": lambda: OsirisSystem(self.workdir / f"{tag}-adaptive")}
         return [build[name]() for name in names]
+
+
+def _fixed(home: Path) -> System:
+    """OSIRIS in one engagement mode: meaningful only where OSIRIS takes the outputs."""
+    return OsirisSystem(home, fixed_mode="standard", profiles=("agent-loop",))
 
 
 def run_matrix(sessions: Iterable[Session], systems: Sequence[System], *,
                models: tuple[CostModel, ...] | None = None,
                counter: TokenCounter | None = None, params: dict[str, Any] | None = None,
-               progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+               progress: Callable[[str], None] | None = None, client: str | None = None,
+               retrievals: Sequence[str] = ("visible",)) -> list[dict[str, Any]]:
     """Replay every session through every system; one metrics row each, net gains added.
 
-    ``params`` label the rows; ``turn_seconds`` among them also sets the replay's turn
-    spacing (default :data:`~osiris.harness.replay.TURN_SECONDS`).
+    Each session runs inside the client that produced it (``client`` names one profile
+    for all), once per retrieval model of ``retrievals``. A system that has no
+    integration with a client (a peer library in Claude Code, say) is left out of that
+    client's rows. ``params`` label the rows; ``turn_seconds`` among them also sets the
+    replay's turn spacing (default :data:`~osiris.harness.replay.TURN_SECONDS`).
     """
     params = {"turn_seconds": TURN_SECONDS, **(params or {})}
     turn_seconds = float(params["turn_seconds"])
@@ -73,15 +83,22 @@ def run_matrix(sessions: Iterable[Session], systems: Sequence[System], *,
     hashes = json.dumps(dataset_hashes(sessions), sort_keys=True)
     rows: list[dict[str, Any]] = []
     for index, session in enumerate(sessions, 1):
+        chosen = profile(client) if client else native_profile(session)
         if progress:
             progress(f"{session.workload} {index}/{len(sessions)}: {session.name} "
-                     f"({len(session.steps)} steps, {len(session.needs)} needs)")
-        for system in systems:
-            row = row_of(system.replay(session, counting, turn_seconds=turn_seconds),
-                         models, params)
-            row["encoding"] = counting.counter.encoding_name
-            row["dataset_hashes"] = hashes
-            rows.append(row)
+                     f"({len(session.steps)} steps, {len(session.needs)} needs, "
+                     f"{chosen.name})")
+        for retrieval in retrievals:
+            labels = {**params, "client": chosen.name, "retrieval": retrieval}
+            for system in systems:
+                if chosen.name not in getattr(system, "profiles", PROFILES):
+                    continue
+                result = system.replay(session, counting, turn_seconds=turn_seconds,
+                                       profile=chosen, retrieval=retrieval)
+                row = row_of(result, models, labels)
+                row["encoding"] = counting.counter.encoding_name
+                row["dataset_hashes"] = hashes
+                rows.append(row)
     for system in systems:
         close = getattr(system, "close", None)
         if close is not None:
@@ -97,7 +114,8 @@ Extra = Callable[[str], Sequence[System]]
 def sweep_rows(traces_dir: Path, workdir: Path, *, sizes: tuple[int, ...] | None = None,
                progress: Callable[[str], None] | None = None,
                tag: str = "sweep", extra: Extra | None = None) -> list[dict[str, Any]]:
-    """The payload sweep through the five systems (and ``extra``'s)."""
+    """The payload sweep (an agent loop, visible retrieval) through the five systems (and
+    ``extra``'s)."""
     counter = default_counter()
     workload = SweepWorkload(traces_dir, counter, sizes=sizes) if sizes else \
         SweepWorkload(traces_dir, counter)
@@ -107,11 +125,17 @@ def sweep_rows(traces_dir: Path, workdir: Path, *, sizes: tuple[int, ...] | None
 
 def trace_rows(traces_dir: Path, workdir: Path, *, only: tuple[str, ...] = (),
                progress: Callable[[str], None] | None = None,
-               extra: Extra | None = None) -> list[dict[str, Any]]:
-    """The real traces through the five systems (and ``extra``'s)."""
-    systems = [*Matrix(workdir).systems("traces"), *(extra("traces") if extra else ())]
-    return run_matrix(TraceWorkload(traces_dir, only=only).sessions(), systems,
-                      progress=progress)
+               extra: Extra | None = None, client: str | None = None,
+               retrievals: Sequence[str] = RETRIEVAL_MODELS, workload: str = "traces",
+               ) -> list[dict[str, Any]]:
+    """The real traces, each in its own client (or ``client``), under every retrieval
+    model, through the five systems (and ``extra``'s)."""
+    systems = [*Matrix(workdir).systems(workload), *(extra(workload) if extra else ())]
+    sessions = list(TraceWorkload(traces_dir, only=only, name=workload).sessions())
+    for session in sessions:
+        session.workload = workload  # "traces", or "heldout" for the held-out set
+    return run_matrix(sessions, systems, progress=progress, client=client,
+                      retrievals=retrievals)
 
 
 def break_even_rows(traces_dir: Path, workdir: Path, *, sizes: tuple[int, ...] =

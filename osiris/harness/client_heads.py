@@ -324,15 +324,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     clients = args.client or list(CLIENTS)
     missing = tools.missing(clients)
     if missing:
-        print(f"not installed: {', '.join(missing)} (run .ci/install-node-tools)",
-              file=sys.stderr)
+        sys.stderr.write(f"not installed: {', '.join(missing)} (run .ci/install-node-tools)\n")
         return 2
     data = measure(tools, args.root, clients,
                    parts=args.part or ("heads", "hook_texts", "behaviour"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                         encoding="utf-8")
-    print(f"wrote {args.out}", file=sys.stderr)
+    sys.stderr.write(f"wrote {args.out}\n")
     return 0
 
 

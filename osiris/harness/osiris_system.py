@@ -1,10 +1,17 @@
-"""OSIRIS as a benchmark system: the real engine, in process.
+"""OSIRIS as a benchmark system: the real engine, in process, with only the routing
+the client really gives it (:mod:`osiris.harness.profiles`):
 
-Each output reaches the model through OSIRIS (the routing that client hooks or a
-command wrapper provide, issue 12): a bystander payload stays verbatim, an
-externalized one is replaced by OSIRIS's answer (ref and preview), exactly as the MCP
-server would render it. A need missing from the context is fetched with the engine's
-real ``recall`` (grep for the exact string), and the call and its answer are charged.
+* ``outputs`` (an agent loop that owns its history): every output goes through
+  ``observe``; a bystander payload stays verbatim, an externalized one is replaced by
+  OSIRIS's answer (ref and preview), exactly as the MCP server renders it; a missing
+  need is fetched with the engine's real ``recall`` (grep, range), charged;
+* ``observe-hooks`` (Claude Code with ``osiris install``): the PreToolUse and
+  PostToolUse hooks precheck and observe every call through the engine's hook path, the
+  output reaches the model unchanged, and only what the hooks answer enters the prompt;
+* nothing (Codex: the server entry only): the output passes, OSIRIS adds its head.
+
+``evict`` lets the agent drop what prune advice names (drop receipts) — only where the
+profile allows eviction.
 
 Pruning is a policy object (:class:`PruningPolicy`): by default the agent follows
 OSIRIS's own prune advice; a researcher can pass any object with the same method,
@@ -22,10 +29,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from osiris.config import Settings
+from osiris.core import client_hooks
 from osiris.core.operating_context import DOCTRINE
 from osiris.engine import Engine
-from osiris.harness.replay import Context, Item, ReplayBase, ReplayClock
-from osiris.harness.workloads import Need, Session, Step
+from osiris.errors import InvalidInputError
+from osiris.harness.profiles import PROFILES
+from osiris.harness.replay import Context, HeadPart, Item, ReplayBase, ReplayClock
+from osiris.harness.retrieval import WINDOW_LINES, Exchange, window
+from osiris.harness.workloads import Session, Step
 from osiris.server.answers import text_of
 from osiris.server.definitions import model_facing
 
@@ -96,6 +107,8 @@ class OsirisSystem(ReplayBase):
     precheck: bool = False
     """Also precheck every call before its output (as a pre-tool-use hook would) and
     keep what LoopGuard says in :attr:`flags` (``osiris replay``)."""
+    profiles: tuple[str, ...] = PROFILES
+    """The client profiles this system is replayed in (osiris-fixed: agent loops only)."""
 
     def __post_init__(self) -> None:
         self.name = self.label or ("osiris-fixed" if self.fixed_mode else "osiris-adaptive")
@@ -108,19 +121,38 @@ class OsirisSystem(ReplayBase):
                              clock=self.clock, task_ids=lambda: f"t_bench{next(ids):06d}")
         self._refs: dict[int, str] = {}
         self._items: dict[str, list[Item]] = {}
+        self._sessions_seen = 0
+        self._cursor: dict[int, int] = {}
+        self._last_advice: dict[str, Any] | None = None
         self.flags: list[dict[str, Any]] = []
         self.verdicts: Counter[str] = Counter()
 
-    def head_extra(self) -> str:
+    def head_extra(self) -> HeadPart | None:
+        measured = self.profile.osiris_head_tokens
+        if measured is not None:
+            # What `osiris install` adds to this client's every prompt, measured from the
+            # real binary (its tool listing as the client shows it, the instructions).
+            return HeadPart("system", "", measured)
         tools = json.dumps(model_facing(), separators=(",", ":"))
-        return f"{tools}\n\n{DOCTRINE}"
+        return HeadPart("system", f"{tools}\n\n{DOCTRINE}", 0)
+
+    @property
+    def routing(self) -> frozenset[str]:
+        """What OSIRIS can really do in the client of this replay."""
+        return self.profile.osiris_routing
 
     def begin(self, session: Session, ctx: Context) -> None:
         self._refs = {}
         self._items = {}
+        self._cursor = {}
         self.flags = []
         self.verdicts = Counter()
+        self._last_advice = None
         self.clock.follow(ctx)
+        self._session_task = f"session:{self._sessions_seen:06d}"
+        self._sessions_seen += 1
+        if "outputs" not in self.routing:
+            return  # the client's hooks (if any) start the task on first sight
         objective = f"{session.workload}: {session.name}"[:200]
         args = {"mode": "start", "objective": objective}
         answer = self.engine.plan("start", objective=objective,
@@ -132,22 +164,35 @@ class OsirisSystem(ReplayBase):
             shown = ctx.add("osiris_answer", text_of("plan", answer), -1)
             self._overhead += call.tokens + shown.tokens
 
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
+    def _flag(self, step: Step, verdict: dict[str, Any]) -> None:
+        self.verdicts[verdict["verdict"]] += 1
+        flag = loopguard_flag(step.i, step.tool, step.args, verdict)
+        if flag is not None:
+            self.flags.append(flag)
+
+    def _hook_text(self, output: dict[str, Any], step: Step, ctx: Context) -> None:
+        """What a hook's answer adds to the prompt (its reason or added context)."""
+        text = client_hooks.shown_text(output)
+        if text:
+            item = ctx.add("hook", text, step.i)
+            self._overhead += item.tokens
+
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
+        if "observe-hooks" in self.routing:
+            return self._through_hooks(step, shown, ctx)
+        if "outputs" not in self.routing:
+            return ctx.add("output", shown, step.i)  # installed, but in nothing's path
         if self.precheck:
-            verdict = self.engine.precheck(self.task, step.tool, args=step.args)
-            self.verdicts[verdict["verdict"]] += 1
-            flag = loopguard_flag(step.i, step.tool, step.args, verdict)
-            if flag is not None:
-                self.flags.append(flag)
+            self._flag(step, self.engine.precheck(self.task, step.tool, args=step.args))
         answer = self.engine.observe(self.task, "error" if step.is_error else "result",
                                      tool=step.tool, args=step.args,
-                                     result=step.output or "(no output)")
+                                     result=shown or "(no output)")
         self._refs[step.i] = answer["ref"]
         self._last_advice = answer.get("prune")
         mode = answer.get("mode") or ("duplicate" if answer.get("duplicate") else "other")
         self.modes[mode] += 1
         if mode == "bystander":
-            item = ctx.add("output", step.output, step.i, ref=answer["ref"])
+            item = ctx.add("output", shown, step.i, ref=answer["ref"])
         else:
             item = ctx.add("output", text_of("observe", answer), step.i, ref=answer["ref"])
             self._overhead += item.tokens
@@ -156,7 +201,32 @@ class OsirisSystem(ReplayBase):
         self._items.setdefault(answer["ref"], []).append(item)
         return item
 
+    def _through_hooks(self, step: Step, shown: str, ctx: Context) -> Item:
+        """Claude Code with OSIRIS's command hooks: PreToolUse prechecks, PostToolUse
+        observes, and the output reaches the model unchanged (no routing at this commit);
+        only what the hooks' answers say enters the prompt."""
+        verdict = self.engine.precheck(self._session_task, step.tool, args=step.args,
+                                       client_format="claude-code")
+        self._flag(step, verdict)
+        self._hook_text(verdict["client_output"], step, ctx)
+        decision = verdict["client_output"].get("hookSpecificOutput", {})
+        if decision.get("permissionDecision") in ("deny", "ask"):
+            # The real client would not have run this call (or would have asked the
+            # user); what the agent did instead is unknown, so the replay goes on as the
+            # log did, with the hook's reason added, and counts it.
+            self.modes[f"hook_{decision['permissionDecision']}"] += 1
+        item = ctx.add("output", shown, step.i)
+        answer = self.engine.observe(
+            self._session_task, "error" if step.is_error else "result", tool=step.tool,
+            args=step.args, result=shown or "(no output)", client_format="claude-code",
+            client_event="PostToolUseFailure" if step.is_error else "PostToolUse")
+        self._hook_text(answer["client_output"], step, ctx)
+        self.modes["observed"] += 1
+        return item
+
     def after_output(self, step: Step, ctx: Context) -> None:
+        if "evict" not in self.routing or not self.profile.evicts:
+            return
         held = [i for i in ctx.items if i.kind == "output" and not i.dropped and i.ref]
         for ref in self.policy.choose(self._last_advice, held, ctx.tokens()):
             live = [item for item in self._items.get(ref, []) if not item.dropped]
@@ -167,18 +237,36 @@ class OsirisSystem(ReplayBase):
                 # The receipt travels by the same route as the output: no model tokens.
                 self.engine.observe(self.task, "dropped", result=ref)
 
-    def retrieve(self, source: Step, needs: list[Need], ctx: Context) -> int:
+    def search(self, source: Step, queries: list[str], ctx: Context) -> Exchange | None:
         ref = self._refs.get(source.i)
-        if ref is None:
-            return 0
-        pattern = "|".join(re.escape(n.text) for n in needs)
-        args = {"ref": ref, "op": "grep", "pattern": pattern, "n": 3 * len(needs),
-                "task_id": self.task}
-        answer = self.engine.recall(ref, "grep", pattern=pattern, n=3 * len(needs),
-                                    task_id=self.task)
-        self.charge(ctx, json.dumps({"tool": "osiris_recall", "args": args}),
-                    text_of("recall", answer), source.i, overhead=True)
-        return sum(1 for n in needs if n.text in answer["text"])
+        if ref is None or "outputs" not in self.routing:
+            return None
+        pattern = "|".join(re.escape(q) for q in queries)
+        n = 3 * len(queries)
+        args = {"ref": ref, "op": "grep", "pattern": pattern, "n": n, "task_id": self.task}
+        answer = self.engine.recall(ref, "grep", pattern=pattern, n=n, task_id=self.task)
+        return Exchange(json.dumps({"tool": "osiris_recall", "args": args}),
+                        text_of("recall", answer), overhead=True)
+
+    def page(self, source: Step, k: int, ctx: Context) -> Exchange | None:
+        ref = self._refs.get(source.i)
+        if ref is None or "outputs" not in self.routing:
+            return None
+        # The agent pages on from where the last answer stopped: a window that did not
+        # fit the answer's token bound continues at its `next`, as a real agent would.
+        first = 1 if k == 0 else self._cursor.get(source.i, window(k)[0])
+        last = first + WINDOW_LINES - 1
+        try:
+            answer = self.engine.recall(ref, "range", start=first, end=last,
+                                        task_id=self.task)
+        except InvalidInputError:  # past the end of the stored output
+            return None
+        following = answer.get("next") or {}
+        self._cursor[source.i] = int(following.get("start", last + 1)) \
+            if answer.get("truncated") else last + 1
+        args = {"ref": ref, "op": "range", "start": first, "end": last, "task_id": self.task}
+        return Exchange(json.dumps({"tool": "osiris_recall", "args": args}),
+                        text_of("recall", answer), overhead=True)
 
     def close(self) -> None:
         """Release the engine."""

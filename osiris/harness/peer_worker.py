@@ -8,12 +8,12 @@ stdout::
     {"op": "tools"}                    -> {"definitions": [...]}  (what it adds to the prompt)
     {"op": "reset", "user": "<task>"}  -> {"ok": true}            (a new session)
     {"op": "keep", "output": s, "tool": t, "args": {...}} -> {"kept": s, "handles": [...]}
-    {"op": "retrieve", "handles": [...], "needs": [...]}  -> {"exchanges": [[call, answer], ...]}
+    {"op": "page", "handles": [...], "k": 0}  -> {"exchange": [call, answer] or null}
 
-``retrieve`` plays the agent's honest strategy with the peer's own retrieval: headroom
-expands each hash marker (``headroom_retrieve``); contextweaver has no search, so the
-agent pages through the artifact in 200-line windows (``tool_view``) until it has what
-it needs or the artifact ends.
+Neither peer can search a kept output (the scripted agent then uses the client's own
+search, :mod:`osiris.harness.retrieval`); ``page`` is each one's own way back:
+contextweaver shows an artifact in 200-line windows (``tool_view``), headroom expands a
+hash marker to the whole original (``headroom_retrieve``), one marker per page.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import sys
 from typing import Any
 
 PAGE_LINES = 200
-MAX_PAGES = 60
 
 
 class ContextWeaver:
@@ -52,21 +51,19 @@ class ContextWeaver:
             return output, []
         return json.dumps(result.payload, ensure_ascii=False), [result.artifact_ref]
 
-    def retrieve(self, handles: list[str], needs: list[str]) -> list[list[str]]:
-        exchanges: list[list[str]] = []
-        missing = set(needs)
+    def page(self, handles: list[str], k: int) -> list[str] | None:
         for handle in handles:
             total = self.store.get(handle).decode("utf-8", "replace").count("\n") + 1
-            for start in range(0, min(total, PAGE_LINES * MAX_PAGES), PAGE_LINES):
-                selector = {"type": "lines", "start": start, "end": start + PAGE_LINES}
+            pages = (total + PAGE_LINES - 1) // PAGE_LINES
+            if k < pages:
+                selector = {"type": "lines", "start": k * PAGE_LINES,
+                            "end": (k + 1) * PAGE_LINES}
                 answer = self.store.drilldown(handle, selector)
                 call = json.dumps({"tool": "tool_view",
                                    "args": {"handle": handle, "selector": selector}})
-                exchanges.append([call, answer])
-                missing = {n for n in missing if n not in answer}
-                if not missing:
-                    return exchanges
-        return exchanges
+                return [call, answer]
+            k -= pages
+        return None
 
 
 class Headroom:
@@ -108,20 +105,14 @@ class Headroom:
         kept = kept if isinstance(kept, str) else json.dumps(kept)
         return kept, list(dict.fromkeys(self.HASH.findall(kept)))
 
-    def retrieve(self, handles: list[str], needs: list[str]) -> list[list[str]]:
-        exchanges: list[list[str]] = []
-        missing = set(needs)
-        for handle in handles:
-            result = self._handler()._execute_retrieval(
-                self._call("r1", handle, "headroom_retrieve"))
-            answer = result.content if isinstance(result.content, str) else \
-                json.dumps(result.content)
-            call = json.dumps({"tool": "headroom_retrieve", "args": {"hash": handle}})
-            exchanges.append([call, answer])
-            missing = {n for n in missing if n not in answer}
-            if not missing:
-                break
-        return exchanges
+    def page(self, handles: list[str], k: int) -> list[str] | None:
+        if k >= len(handles):
+            return None
+        handle = handles[k]
+        result = self._handler()._execute_retrieval(self._call("r1", handle, "headroom_retrieve"))
+        answer = result.content if isinstance(result.content, str) else \
+            json.dumps(result.content)
+        return [json.dumps({"tool": "headroom_retrieve", "args": {"hash": handle}}), answer]
 
 
 DISTRIBUTIONS = {"contextweaver": "contextweaver", "headroom": "headroom-ai"}
@@ -148,8 +139,10 @@ def main() -> int:
             elif op == "keep":
                 kept, handles = peer.keep(request["output"], request["tool"], request["args"])
                 reply = {"kept": kept, "handles": handles}
+            elif op == "page":
+                reply = {"exchange": peer.page(request["handles"], int(request["k"]))}
             else:
-                reply = {"exchanges": peer.retrieve(request["handles"], request["needs"])}
+                reply = {"error": f"unknown op {op!r}"}
         except Exception as exc:  # report, do not die: the harness decides
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(reply) + "\n")

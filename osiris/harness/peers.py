@@ -24,12 +24,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.replay import Context, Item, ReplayBase
-from osiris.harness.workloads import Need, Session, Step
+from osiris.harness.profiles import delta_tokens, measured
+from osiris.harness.replay import Context, HeadPart, Item, ReplayBase
+from osiris.harness.retrieval import Exchange
+from osiris.harness.workloads import Session, Step
 
 WORKER = Path(__file__).with_name("peer_worker.py")
 PYTHON_PEERS = ("contextweaver", "headroom")
 PEER_NAMES = (*PYTHON_PEERS, "context-mode")
+#: The client profiles each peer has a real integration with. contextweaver is a
+#: library for agent loops; headroom also ships a proxy that any client can be pointed
+#: at (it compresses each request, which is what is replayed); context-mode installs
+#: into Claude Code and Codex as an MCP server with hooks.
+PEER_PROFILES = {"contextweaver": ("agent-loop",),
+                 "headroom": ("agent-loop", "claude-code", "codex"),
+                 "context-mode": ("agent-loop", "claude-code", "codex")}
+
+
+def _nudge_tokens(client: str, tool: str) -> int:
+    """What context-mode's hooks add after the first call of ``tool`` in ``client``
+    (measured: after a Read and after a shell command; client_heads.json)."""
+    node = measured().get("summary", {}).get(client, {}).get(
+        "hook_extra_tokens_after_read_and_shell", {}).get("context-mode")
+    if not isinstance(node, list) or len(node) != 2:
+        return 0
+    return int(node[0] if tool == "read" else node[1] if tool == "bash" else 0)
 
 
 INTERFACES = {
@@ -53,9 +72,11 @@ def status_rows(ready: list[ReplayBase], missing: list[PeerUnavailable]) -> list
     """One row per peer for ``reports/data/peers.parquet``: measured (with the version
     that ran) or not (with the exact error)."""
     rows = [{"peer": p.name, "version": getattr(p, "version", None), "status": "measured",
-             "interface": INTERFACES.get(p.name, ""), "error": None} for p in ready]
+             "interface": INTERFACES.get(p.name, ""), "error": None, "note": None}
+            for p in ready]
     rows += [{"peer": m.name, "version": None, "status": "unavailable",
-              "interface": INTERFACES.get(m.name, ""), "error": m.error} for m in missing]
+              "interface": INTERFACES.get(m.name, ""), "error": m.error, "note": None}
+             for m in missing]
     order = {name: i for i, name in enumerate(PEER_NAMES)}
     return sorted(rows, key=lambda r: order.get(str(r["peer"]), len(order)))
 
@@ -78,6 +99,7 @@ class WorkerPeer(ReplayBase):
 
     def __init__(self, name: str, python: Path, home: Path) -> None:
         self.name = name
+        self.profiles = PEER_PROFILES.get(name, ("agent-loop",))
         home.mkdir(parents=True, exist_ok=True)
         self._stderr = home / "worker.stderr"
         with self._stderr.open("w") as errors:
@@ -109,32 +131,30 @@ class WorkerPeer(ReplayBase):
             raise RuntimeError(f"{self.name}: {reply['error']}")
         return reply
 
-    def head_extra(self) -> str:
-        return self._definitions
+    def head_extra(self) -> HeadPart | None:
+        return HeadPart("system", self._definitions, 0) if self._definitions else None
 
     def begin(self, session: Session, ctx: Context) -> None:
         self._handles = {}
-        self._ask({"op": "reset", "user": session.system_prompt[-400:]})
+        self._ask({"op": "reset", "user": (session.task_prompt or session.system_prompt
+                                           or session.name)[-400:]})
 
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
-        reply = self._ask({"op": "keep", "output": step.output or "(no output)",
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
+        reply = self._ask({"op": "keep", "output": shown or "(no output)",
                            "tool": step.tool, "args": step.args})
         self._handles[step.i] = reply["handles"]
-        self.modes["compressed" if reply["kept"] != step.output else "unchanged"] += 1
+        self.modes["compressed" if reply["kept"] != shown else "unchanged"] += 1
         return ctx.add("output", reply["kept"], step.i)
 
-    def retrieve(self, source: Step, needs: list[Need], ctx: Context) -> int:
+    def page(self, source: Step, k: int, ctx: Context) -> Exchange | None:
         handles = self._handles.get(source.i) or []
         if not handles:
-            return 0
-        reply = self._ask({"op": "retrieve", "handles": handles,
-                           "needs": [n.text for n in needs]})
-        answers = []
-        for call, answer in reply["exchanges"]:
-            self.charge(ctx, call, answer, source.i, overhead=True)
-            answers.append(answer)
-        joined = "\n".join(answers)
-        return sum(1 for n in needs if n.text in joined)
+            return None
+        reply = self._ask({"op": "page", "handles": handles, "k": k})
+        if reply["exchange"] is None:
+            return None
+        call, answer = reply["exchange"]
+        return Exchange(call, answer, overhead=True)
 
     def close(self) -> None:
         """Stop the worker."""
@@ -201,6 +221,7 @@ class ContextModeSystem(ReplayBase):
     node_dir: Path
     home: Path
     name: str = "context-mode"
+    profiles: tuple[str, ...] = PEER_PROFILES["context-mode"]
     _bridge: _LoopThread | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -211,7 +232,10 @@ class ContextModeSystem(ReplayBase):
         project.mkdir(parents=True, exist_ok=True)
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(self.home),
                "CLAUDE_PROJECT_DIR": str(project), "CONTEXT_MODE_PROJECT_DIR": str(project),
-               # The default throttles searches (8 a minute); an agent replay needs more.
+               # Its default throttle (fewer results after 3 searches, none after 8, within
+               # 60 s of wall-clock time) would count this machine's speed, not the replayed
+               # turns: it is lifted, and `throttled_searches` says how many searches the
+               # default would have cut within 60 s of replay time.
                "CONTEXT_MODE_SEARCH_BLOCK_AFTER": "1000000",
                "CONTEXT_MODE_SEARCH_MAX_RESULTS_AFTER": "1000000", "NODE_NO_WARNINGS": "1"}
         params = StdioServerParameters(
@@ -227,39 +251,73 @@ class ContextModeSystem(ReplayBase):
              for t in tools.tools], separators=(",", ":"))
         self._labels: dict[int, str] = {}
         self._session = 0
+        self.search_times: list[float] = []
 
-    def head_extra(self) -> str:
-        return self._definitions
+    def throttled_searches(self, block_after: int = 8, window_s: float = 60.0) -> int:
+        """Searches that context-mode's default throttle would have blocked, counted in
+        replay time (turns 20 s apart) over every session replayed so far."""
+        blocked = 0
+        times = sorted(self.search_times)
+        for index, at in enumerate(times):
+            recent = [t for t in times[:index] if at - t < window_s]
+            blocked += len(recent) >= block_after
+        return blocked
+
+    def head_extra(self) -> HeadPart | None:
+        measured = delta_tokens(self.profile.name, "context-mode") \
+            if self.profile.name != "agent-loop" else None
+        if measured is not None:
+            # Installed its documented way in this client: what it adds to every prompt,
+            # measured from the real binary (its tool listing, its instructions).
+            return HeadPart("system", "", int(measured))
+        return HeadPart("system", self._definitions, 0)
 
     def begin(self, session: Session, ctx: Context) -> None:
         self._labels = {}
         self._session += 1
+        self._nudged: set[str] = set()
 
     def _text(self, result: Any) -> str:
         return "\n".join(getattr(block, "text", "") for block in result.content)
 
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
+        if self.profile.name != "agent-loop":
+            return self._through_hooks(step, shown, ctx)
         assert self._bridge is not None
         label = f"s{self._session:04d}-out-{step.i:04d}"
-        args = {"content": step.output or "(no output)", "source": label}
+        args = {"content": shown or "(no output)", "source": label}
         result = self._bridge.call(lambda c: c.call_tool("ctx_index", args))
         self._labels[step.i] = label
         self.modes["indexed"] += 1
         return ctx.add("output", self._text(result), step.i)
 
-    def retrieve(self, source: Step, needs: list[Need], ctx: Context) -> int:
+    def _through_hooks(self, step: Step, shown: str, ctx: Context) -> Item:
+        """In Claude Code and Codex context-mode's hooks let Read, Grep and most shell
+        commands through, adding a routing nudge once per session per tool (the agent
+        would have to choose its sandbox tools itself; a replayed session does not)."""
+        kind = {"Read": "read", "Grep": "grep", "Bash": "bash", "shell": "bash"}.get(step.tool)
+        tokens = _nudge_tokens(self.profile.name, kind) if kind else 0
+        if kind and kind not in self._nudged and tokens:
+            self._nudged.add(kind)
+            nudge = ctx.add("hook", "", step.i)
+            nudge.tokens = int(tokens)  # measured size; its text is context-mode's own
+            self._overhead += nudge.tokens
+        self.modes["passed"] += 1
+        return ctx.add("output", shown, step.i)
+
+    def search(self, source: Step, queries: list[str], ctx: Context) -> Exchange | None:
         assert self._bridge is not None
         label = self._labels.get(source.i)
         if label is None:
-            return 0
-        args = {"queries": [n.text for n in needs], "source": label}
+            return None
+        args = {"queries": queries, "source": label}
+        self.search_times.append(ctx.elapsed())
         answer = self._text(self._bridge.call(lambda c: c.call_tool("ctx_search", args)))
-        self.charge(ctx, json.dumps({"tool": "ctx_search", "args": args}), answer, source.i,
-                    overhead=True)
         # The answer repeats each query as a heading; a need counts only when it comes
         # back in the content, not in the echo of the question.
         content = "\n".join(line for line in answer.splitlines() if not line.startswith("#"))
-        return sum(1 for n in needs if n.text in content)
+        return Exchange(json.dumps({"tool": "ctx_search", "args": args}), answer,
+                        overhead=True, content=content)
 
     def close(self) -> None:
         """Stop the server."""

@@ -25,7 +25,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.report import SEED, _n, _pct, trace_tables
+from osiris.harness.report import (
+    CLIENT_COST_MODEL,
+    CLIENT_ORDER,
+    SEED,
+    _n,
+    _pct,
+    _pool,
+    _select,
+    session_median,
+)
 from osiris.harness.stats import ms
 
 BLOCK = re.compile(r"<!-- bench:(?P<name>[a-z-]+) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->",
@@ -97,54 +106,62 @@ def _peer_labels(reports: Reports) -> dict[str, str]:
 
 
 def block_traces(reports: Reports) -> str:
-    """The real agent sessions: one row per system, and what the figures say."""
+    """The real agent sessions inside their clients: one row per client, OSIRIS against the
+    bare client, with the best peer, under visible retrieval; then what it means."""
     rows = reports.rows("results")
-    traces = [r for r in rows if r["workload"] == "traces"]
-    raw = {r["session"]: r for r in traces if r["system"] == "raw"}
-    if not raw:
+    traces = _select(rows, "traces")
+    if not traces:
         return "The committed reports hold no replay of real agent sessions.\n"
-    _, totals = trace_tables(rows)
-    agents = list(dict.fromkeys(s.split("/")[0].split("__")[0] for s in sorted(raw)))
-    names = [AGENTS.get(a, a) for a in agents]
     peers = _peer_labels(reports)
-    ranked = sorted((s for s in totals if s in peers), key=lambda s: -totals[s]["cumulative"])
-    order = [s for s in ("raw", "client-native") if s in totals] + ranked + [
-        s for s in ("osiris-adaptive", "oracle") if s in totals]
-    base = totals["raw"]
-    lines = [f"Real agent sessions — {len(raw)} transcripts of {_listing(names)}, "
-             f"{sum(r['steps'] for r in raw.values()):,} tool calls, "
-             f"{sum(r['needs_total'] for r in raw.values()):,} information needs derived "
-             "from what the agents used later:", "",
-             "| system | tokens re-sent over all turns | net gain vs raw | billed cost, "
-             "Anthropic 5-min cache | needs preserved |", "|---|---|---|---|---|"]
-    for system in order:
-        t = totals[system]
-        cells = [LABELS.get(system) or peers[system], _n(t["cumulative"]),
-                 "—" if system == "raw" else _pct(1 - t["cumulative"] / base["cumulative"]),
-                 f"${t['anthropic-5m']:,.2f}", f"{int(t['found'])}/{int(t['needs'])}"]
-        if system == "osiris-adaptive":
-            cells = [f"**{c}**" for c in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    ours, oracle = totals.get("osiris-adaptive"), totals.get("oracle")
-    if ours and oracle:
-        everything = "every" if ours["found"] == ours["needs"] else \
-            f"{int(ours['found'])} of the {int(ours['needs'])}"
-        share, factor = (ours["cumulative"] / base["cumulative"],
-                         ours["cumulative"] / oracle["cumulative"])
-        lines += ["", f"OSIRIS re-sends {share:.2%} of what the raw transcripts did and "
-                      f"{factor:.2f}× what the oracle (the physical limit) does, while "
-                      f"{everything} string the agents later used came back (through `recall`, "
-                      "whose calls are charged)."]
-        mine = {r["session"]: r for r in traces if r["system"] == "osiris-adaptive"}
-        losing = sorted(raw[s]["steps"] for s in mine
-                        if s in raw and mine[s]["cumulative_input_tokens"]
-                        > raw[s]["cumulative_input_tokens"])
-        fixed = _fixed_cost(rows, "osiris-adaptive")
-        if losing and fixed is not None:
-            lines[-1] += (f" {_word(len(losing)).capitalize()} of the {len(raw)} sessions "
-                          f"({_listing([str(k) for k in losing])} calls) re-send more with "
-                          "OSIRIS than without, because its tool definitions and instructions "
-                          f"({fixed:,} tokens) are re-sent every turn.")
+    lines = ["Real agent sessions replayed inside the client that produced them, as that "
+             "client really behaves (its measured prompt head, its cuts of large outputs, its "
+             "compaction) and with only the routing OSIRIS really has there; every need a "
+             "later call used had to come back through what the agent could see "
+             "(`visible` retrieval, each call charged):", "",
+             "| client | sessions | bare client: tokens re-sent | OSIRIS | vs bare client | "
+             "median per session | billed cost vs bare | needs kept | best peer |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    notes = []
+    for client in CLIENT_ORDER:
+        part = [r for r in traces if r.get("client") == client]
+        totals = _pool(part)
+        base, ours = totals.get("client-native"), totals.get("osiris-adaptive")
+        if not (base and ours):
+            continue
+        model = CLIENT_COST_MODEL[client]
+        gain = 1 - ours["cumulative"] / base["cumulative"]
+        median = session_median(part, "osiris-adaptive")
+        cost = 1 - ours[model] / base[model] if base[model] else None
+        ranked = sorted((s for s in totals if s in peers), key=lambda s: totals[s]["cumulative"])
+        best = "—"
+        if ranked:
+            leader = totals[ranked[0]]["cumulative"]
+            best = f"{peers[ranked[0]]} {_pct(1 - leader / base['cumulative'])}"
+        sessions = len({r["session"] for r in part})
+        lines.append(f"| {client} | {sessions} | {_n(base['cumulative'])} | "
+                     f"{_n(ours['cumulative'])} | **{_pct(gain)}** | {_pct(median)} | "
+                     f"{_pct(cost)} ({model}) | {int(ours['found'])}/{int(ours['needs'])} | "
+                     f"{best} |")
+        if gain < 0:
+            notes.append(f"inside {client} OSIRIS re-sends {_pct(-gain).lstrip('+')} more than "
+                         "the bare client")
+    exact = _select(rows, "traces", retrieval="exact")
+    upper = []
+    for client in CLIENT_ORDER:
+        totals = _pool([r for r in exact if r.get("client") == client])
+        base, ours = totals.get("client-native"), totals.get("osiris-adaptive")
+        if base and ours:
+            upper.append(f"{client} {_pct(1 - ours['cumulative'] / base['cumulative'])}")
+    text = []
+    if notes:
+        text.append("OSIRIS loses where it is not in the path: " + "; ".join(notes)
+                    + " (its hooks observe every call but change no output at this commit, "
+                    "and its tool listing and instructions ride along in every prompt).")
+    if upper:
+        text.append("An agent that searched for the exact string it needs (an upper bound no "
+                    "agent reaches) would give " + ", ".join(upper) + ".")
+    if text:
+        lines += ["", " ".join(text)]
     return "\n".join(lines) + "\n"
 
 

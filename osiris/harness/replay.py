@@ -1,15 +1,23 @@
-"""Replaying a session through a system: the context it keeps, turn by turn.
+"""Replaying a session through a system, inside a client: the prompt, turn by turn.
 
-The prompt at each turn is the head (system prompt, plus OSIRIS's tool definitions
-and instructions when OSIRIS is on) followed by the history the system retains
-(BENCHMARK.md §2). A turn is one model call: before each tool call, before each
-retrieval call, and once at the end. Every text is counted with one encoding.
+The prompt at each turn is the head — the client's own system prompt and tool
+definitions (measured: :mod:`osiris.harness.profiles`), what the system adds to it
+(OSIRIS's tool definitions and instructions, a peer's), the agent framework's system
+prompt and the task — followed by the history the system retains (BENCHMARK.md §2).
+A turn is one model call: before each tool call, before each retrieval turn, and once
+at the end. Every text is counted with one encoding; the one exception is a task
+prompt the log does not hold, whose size the provider reported (it is added as a part
+of known size and unknown text, and says so in the row).
 
-When a later step needs a string from an earlier output (a :class:`Need`), the
-scripted agent looks for it in what its context still holds; if it is not there it
-retrieves it through the system's own means (OSIRIS: ``recall``; the client: its
-Grep on a spilled file, or running the call again), and every token of that exchange
-is charged to the system. A need is preserved only if the exact string comes back.
+Each output first takes the shape the client gives it (Claude Code's Read cap and
+persisted large outputs, Codex's cut of long shell output); then the system decides
+what the history keeps. The client compacts its history when the profile says so, for
+every system alike.
+
+When a later step needs a string from an earlier output (a :class:`Need`) that the
+prompt no longer holds, the scripted agent retrieves it by the rule of
+:mod:`osiris.harness.retrieval` — with only what it can see — through the system's
+own means or the client's, and every call and answer is charged to the system.
 """
 
 from __future__ import annotations
@@ -25,10 +33,21 @@ from typing import Any, Protocol
 
 from osiris.core.cache_sim import Prompt, Segment
 from osiris.core.tokens import TokenCounter
+from osiris.harness.profiles import ClientProfile, native_profile
+from osiris.harness.retrieval import (
+    MAX_CALLS,
+    RETRIEVAL_MODELS,
+    WINDOW_LINES,
+    Exchange,
+    query_for,
+    window,
+)
 from osiris.harness.workloads import Need, Session, Step
 
 TURN_SECONDS = 20.0
-SPILL_DIR = "~/.claude/tool-outputs"  # only a name in the replayed text; nothing is written
+#: Most matching lines a client Grep (or ``grep -n``) answer shows before it is cut.
+CLIENT_GREP_LINES = 100
+_READ_NUMBER = re.compile(r"^ *\d+\u2192", re.MULTILINE)
 
 
 class CountingCache:
@@ -65,22 +84,34 @@ class Item:
     """Tokens of the output this item stands for (0: not an output)."""
 
 
+@dataclass(frozen=True)
+class HeadPart:
+    """A part of the prompt head: its text when known, and its tokens."""
+
+    name: str
+    text: str
+    tokens: int
+
+
 @dataclass
 class Context:
     """The history a system keeps, and the prompts it sent."""
 
     counting: CountingCache
-    head: str
+    head: list[HeadPart]
     turn_seconds: float = TURN_SECONDS
     items: list[Item] = field(default_factory=list)
     prompts: list[Prompt] = field(default_factory=list)
     prompt_tokens: list[int] = field(default_factory=list)
+    compactions: int = 0
+    _visible: str | None = field(default=None, repr=False)
 
     def add(self, kind: str, text: str, step: int, ref: str | None = None) -> Item:
         """Append a history item."""
         item = Item(kind, text, self.counting.count(text), step, ref,
                     key=hashlib.sha256(f"{len(self.items)}|{kind}|{text}".encode()).hexdigest())
         self.items.append(item)
+        self._visible = None
         return item
 
     def replace(self, item: Item, text: str) -> None:
@@ -88,15 +119,29 @@ class Context:
         item.text = text
         item.tokens = self.counting.count(text)
         item.key = hashlib.sha256(f"{item.key}|{text}".encode()).hexdigest()
+        self._visible = None
+
+    def compact(self, summary: str, step: int) -> None:
+        """The client replaces the whole conversation by ``summary``: the history and the
+        task prompt (its first message) go; the system prompt and tools stay."""
+        self.head = [part for part in self.head if part.name != "task"]
+        self.items = []
+        self.add("summary", summary, step)
+        self.compactions += 1
+
+    def head_tokens(self) -> int:
+        """Tokens of the head."""
+        return sum(part.tokens for part in self.head)
 
     def tokens(self) -> int:
         """Tokens of the prompt as it stands."""
-        return self.counting.count(self.head) + sum(i.tokens for i in self.items)
+        return self.head_tokens() + sum(i.tokens for i in self.items)
 
     def turn(self) -> None:
         """The model is called with the current prompt."""
-        head = Segment(hashlib.sha256(self.head.encode()).hexdigest(),
-                       self.counting.count(self.head), breakpoint=True)
+        head = Segment(hashlib.sha256("|".join(f"{p.name}:{p.tokens}:{p.text}"
+                                               for p in self.head).encode()).hexdigest(),
+                       self.head_tokens(), breakpoint=True)
         segments = (head, *(Segment(i.key, i.tokens) for i in self.items if i.tokens))
         self.prompts.append(Prompt(self.elapsed(), segments))
         self.prompt_tokens.append(self.tokens())
@@ -105,9 +150,16 @@ class Context:
         """Replay seconds since the first turn: ``turn_seconds`` per model turn."""
         return len(self.prompts) * self.turn_seconds
 
+    def visible(self) -> str:
+        """Every text of the prompt as it stands (what the agent can see and quote)."""
+        if self._visible is None:
+            self._visible = "\n".join([p.text for p in self.head if p.text]
+                                       + [i.text for i in self.items])
+        return self._visible
+
     def holds(self, text: str) -> bool:
-        """Whether ``text`` is readable somewhere in the current history."""
-        return any(text in i.text for i in self.items)
+        """Whether ``text`` is readable somewhere in the current prompt."""
+        return text in self.visible()
 
 
 class ReplayClock:
@@ -165,6 +217,16 @@ class ReplayResult:
     modes: Counter[str] = field(default_factory=Counter)
     notes: dict[str, Any] = field(default_factory=dict)
     steps: list[StepRecord] = field(default_factory=list)
+    client: str = ""
+    """The client profile the session was replayed under."""
+    retrieval: str = "visible"
+    needs_by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per need kind: (found, total)."""
+    compactions: int = 0
+    head_tokens: int = 0
+    """Tokens of the head (client, system additions, framework prompt, task)."""
+    unseen_head_tokens: int = 0
+    """Of those, tokens whose text the log does not hold (size from provider usage)."""
 
 
 class System(Protocol):
@@ -173,8 +235,10 @@ class System(Protocol):
     name: str
 
     def replay(self, session: Session, counting: CountingCache, *,
-               turn_seconds: float = TURN_SECONDS) -> ReplayResult:
-        """Play ``session`` through this system, turns ``turn_seconds`` apart."""
+               turn_seconds: float = TURN_SECONDS, profile: ClientProfile | None = None,
+               retrieval: str = "visible") -> ReplayResult:
+        """Play ``session`` through this system inside ``profile``'s client (default: the
+        client that produced it), turns ``turn_seconds`` apart."""
         ...
 
 
@@ -183,52 +247,142 @@ def call_text(tool: str, args: dict[str, Any]) -> str:
     return json.dumps({"tool": tool, "args": args}, ensure_ascii=False, sort_keys=True)
 
 
+def file_text(step: Step) -> str:
+    """The text of the file a Claude Code ``Read`` showed (its ``N→`` numbers removed)."""
+    return _READ_NUMBER.sub("", step.output)
+
+
+def _command(step: Step) -> str | None:
+    command = step.args.get("command") if isinstance(step.args, dict) else None
+    return command if isinstance(command, str) and command.strip() else None
+
+
+def _grep_lines(text: str, queries: list[str]) -> str:
+    lines = [f"{n}:{line}" for n, line in enumerate(text.split("\n"), 1)
+             if any(q in line for q in queries)]
+    shown = lines[:CLIENT_GREP_LINES]
+    if len(lines) > len(shown):
+        shown.append(f"… {len(lines) - len(shown)} more matching lines")
+    return "\n".join(shown) if shown else "(no matches)"
+
+
 class ReplayBase(ABC):
-    """The turn loop every system shares; subclasses decide what the history keeps."""
+    """The turn loop every system shares; subclasses decide what the history keeps and
+    what retrieval means of their own they offer."""
 
     name = "base"
+    profile: ClientProfile
+    retrieval: str = "visible"
 
-    def head_extra(self) -> str:
-        """Text this system adds to the head (OSIRIS: tool definitions, instructions)."""
-        return ""
+    def head_extra(self) -> HeadPart | None:
+        """What this system adds to every prompt (OSIRIS: tool definitions and
+        instructions, or what its installation adds in this client); ``tokens`` 0 means
+        "count the text"."""
+        return None
 
     def begin(self, session: Session, ctx: Context) -> None:  # noqa: B027 (optional hook)
         """Before the first step."""
 
     @abstractmethod
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
-        """Add what the history keeps of ``step``'s output."""
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
+        """Add what the history keeps of ``step``'s output; ``shown`` is the output as the
+        client shapes it (what reaches the model when nothing intervenes)."""
 
     def after_output(self, step: Step, ctx: Context) -> None:  # noqa: B027 (optional hook)
-        """After an output is in the history (pruning, context editing)."""
+        """After an output is in the history (pruning)."""
 
-    def retrieve(self, source: Step, needs: list[Need], ctx: Context) -> int:
-        """Get ``needs`` of one output back; return how many exact strings came back."""
-        return 0
+    def after_compaction(self, step: Step, ctx: Context) -> None:  # noqa: B027 (optional)
+        """After the client compacted the history (re-injection, where routing exists)."""
+
+    # Retrieval means of the system's own (None: it has none for this output).
+    def search(self, source: Step, queries: list[str], ctx: Context) -> Exchange | None:
+        """Search ``source``'s output for any of ``queries``."""
+        return None
+
+    def page(self, source: Step, k: int, ctx: Context) -> Exchange | None:
+        """Window ``k`` (from 0) of ``source``'s output; None past its end."""
+        return None
+
+    # -- the client's own tools ---------------------------------------------------------
+
+    def client_search(self, source: Step, queries: list[str]) -> Exchange:
+        """The client's own search: ``Grep`` on the file a Read showed, the command again
+        through ``grep -n -F``, else the call again."""
+        path = source.args.get("file_path") if isinstance(source.args, dict) else None
+        if source.tool == "Read" and isinstance(path, str):
+            pattern = "|".join(re.escape(q) for q in queries)
+            answer = _grep_lines(file_text(source), queries)
+            call = call_text("Grep", {"pattern": pattern, "path": path,
+                                      "output_mode": "content", "-n": True})
+        elif (command := _command(source)) is not None:
+            flags = " ".join("-e " + json.dumps(q, ensure_ascii=False) for q in queries)
+            answer = _grep_lines(source.output, queries)
+            call = call_text(source.tool, {"command": f"{command} | grep -n -F {flags}"})
+        else:
+            return self.client_page(source, 0) or Exchange(call_text(source.tool, source.args),
+                                                           "", overhead=False)
+        return Exchange(call, self._shaped(source, answer), overhead=False)
+
+    def client_page(self, source: Step, k: int) -> Exchange | None:
+        """The client's own paging: ``Read`` with offset/limit, ``sed -n`` on the command,
+        else the call again (once)."""
+        first, last = window(k)
+        path = source.args.get("file_path") if isinstance(source.args, dict) else None
+        if source.tool == "Read" and isinstance(path, str):
+            lines = file_text(source).split("\n")
+            if first > len(lines):
+                return None
+            answer = "\n".join(f"{n:>6}\u2192{line}"
+                                for n, line in enumerate(lines[first - 1:last], first))
+            call = call_text("Read", {"file_path": path, "offset": first,
+                                      "limit": WINDOW_LINES})
+        elif (command := _command(source)) is not None:
+            lines = source.output.split("\n")
+            if first > len(lines):
+                return None
+            answer = "\n".join(lines[first - 1:last])
+            call = call_text(source.tool, {"command": f"{command} | sed -n '{first},{last}p'"})
+        else:
+            if k > 0:
+                return None
+            call, answer = call_text(source.tool, source.args), source.output
+        return Exchange(call, self._shaped(source, answer), overhead=False)
+
+    def _shaped(self, source: Step, answer: str) -> str:
+        return self.profile.shape(Step(source.i, source.tool, source.args, answer,
+                                       source.is_error))
+
+    # -- the loop -----------------------------------------------------------------------
 
     def replay(self, session: Session, counting: CountingCache, *,
-               turn_seconds: float = TURN_SECONDS) -> ReplayResult:
-        """Play ``session``, turns ``turn_seconds`` apart."""
-        extra = self.head_extra()
-        head = session.system_prompt + (f"\n\n{extra}" if extra else "")
+               turn_seconds: float = TURN_SECONDS, profile: ClientProfile | None = None,
+               retrieval: str = "visible") -> ReplayResult:
+        """Play ``session`` inside ``profile``'s client, turns ``turn_seconds`` apart."""
+        if retrieval not in RETRIEVAL_MODELS:
+            raise ValueError(f"unknown retrieval model {retrieval!r}: use one of "
+                             + ", ".join(RETRIEVAL_MODELS))
+        self.profile = profile or native_profile(session)
+        self.retrieval = retrieval
+        head, unseen = self._head(session, counting)
         ctx = Context(counting, head, turn_seconds)
-        # What the system adds to the head, measured as the difference it makes.
-        fixed = counting.count(head) - counting.count(session.system_prompt)
+        extra = next((p for p in head if p.name == "system"), None)
+        fixed = extra.tokens if extra else 0
         self._overhead = fixed
         self._extra_calls = 0
         self.modes: Counter[str] = Counter()
         self.begin(session, ctx)
         pending = session.needs
-        found = 0
+        found: Counter[str] = Counter()
         records: list[StepRecord] = []
         kept: dict[int, Item] = {}
+        logged = [c.summary for c in session.compactions if c.summary]
         for step in session.steps:
-            found += self._needs_due(session, step.i, pending, ctx)
+            found.update(self._needs_due(session, step.i, pending, ctx))
             ctx.turn()
             if step.agent_text:
                 ctx.add("text", step.agent_text, step.i)
             ctx.add("call", call_text(step.tool, step.args), step.i)
-            item = self.keep_output(step, ctx)
+            item = self.keep_output(step, self.profile.shape(step), ctx)
             if item is not None:
                 item.source_tokens = item.source_tokens or counting.count(step.output)
                 kept[step.i] = item
@@ -236,21 +390,71 @@ class ReplayBase(ABC):
                                       item.tokens if item else 0,
                                       mode=item.mode if item else "", is_error=step.is_error))
             self.after_output(step, ctx)
-        found += self._needs_due(session, len(session.steps), pending, ctx)
+            if self.compacts_after(session, step, ctx):
+                ctx.compact(self._summary(ctx, logged, counting), step.i)
+                self.after_compaction(step, ctx)
+        found.update(self._needs_due(session, len(session.steps), pending, ctx))
         if session.final_text:
             ctx.add("text", session.final_text, len(session.steps))
         ctx.turn()
         for record in records:
             item = kept.get(record.step)
-            record.final_tokens = item.tokens if item else 0
+            record.final_tokens = item.tokens if item and item in ctx.items else 0
+        totals = Counter(n.kind for _, n in pending)
+        by_kind = {kind: (found[kind], total) for kind, total in sorted(totals.items())}
         return ReplayResult(self.name, session, ctx.prompts, ctx.prompt_tokens, len(pending),
-                            found, self._extra_calls, self._overhead, fixed, self.modes,
-                            steps=records)
+                            sum(found.values()), self._extra_calls, self._overhead, fixed,
+                            self.modes, steps=records, client=self.profile.name,
+                            retrieval=retrieval, needs_by_kind=by_kind,
+                            compactions=ctx.compactions, head_tokens=ctx.head_tokens(),
+                            unseen_head_tokens=unseen)
+
+    def compacts_after(self, session: Session, step: Step, ctx: Context) -> bool:
+        """Whether the client compacts after ``step``: past the profile's threshold."""
+        limit = self.profile.compact_at_tokens
+        return limit is not None and ctx.tokens() > limit
+
+    def _head(self, session: Session, counting: CountingCache) -> tuple[list[HeadPart], int]:
+        parts: list[HeadPart] = []
+        if self.profile.head_tokens:
+            parts.append(HeadPart("client", "", self.profile.head_tokens))
+        extra = self.head_extra()
+        if extra is not None and (extra.tokens or extra.text):
+            parts.append(HeadPart("system", extra.text,
+                                  extra.tokens or counting.count(extra.text)))
+        if session.system_prompt:
+            parts.append(HeadPart("framework", session.system_prompt,
+                                  counting.count(session.system_prompt)))
+        unseen = 0
+        if session.task_prompt:
+            parts.append(HeadPart("task", session.task_prompt,
+                                  counting.count(session.task_prompt)))
+        elif session.task_prompt_provider_tokens:
+            unseen = int(session.task_prompt_provider_tokens)
+            parts.append(HeadPart("task", "", unseen))
+        return parts, unseen
+
+    def _summary(self, ctx: Context, logged: list[str], counting: CountingCache) -> str:
+        """What the client puts in place of the history: the summary the log holds (the
+        client's own), else the agent's latest messages up to the profile's summary size."""
+        if logged:
+            return logged[0]
+        texts = [i.text for i in ctx.items if i.kind == "text"]
+        budget = self.profile.summary_tokens
+        kept: list[str] = []
+        for text in reversed(texts):
+            cost = counting.count(text)
+            if cost > budget:
+                break
+            kept.insert(0, text)
+            budget -= cost
+        return "This session is being continued from a previous conversation that ran out " \
+               "of context. Summary:\n" + "\n".join(kept)
 
     def _needs_due(self, session: Session, at: int, pending: list[tuple[int, Need]],
-                   ctx: Context) -> int:
+                   ctx: Context) -> Counter[str]:
         due = [(s, n) for s, n in pending if n.use_step == at]
-        found = sum(1 for _, n in due if ctx.holds(n.text))
+        found: Counter[str] = Counter(n.kind for _, n in due if ctx.holds(n.text))
         missing = [(s, n) for s, n in due if not ctx.holds(n.text)]
         if missing:
             # What is missing at one point is fetched in one model turn, with parallel
@@ -260,88 +464,77 @@ class ReplayBase(ABC):
             for source_index, need in missing:
                 by_source.setdefault(source_index, []).append(need)
             for source_index, needs in by_source.items():
-                found += self.retrieve(session.steps[source_index], needs, ctx)
+                for need in self._fetch(session.steps[source_index], needs, ctx):
+                    found[need.kind] += 1
         return found
 
-    def charge(self, ctx: Context, call: str, answer: str, step: int,
-               overhead: bool) -> None:
+    def _fetch(self, source: Step, needs: list[Need], ctx: Context) -> list[Need]:
+        """Retrieve ``needs`` of one output by the retrieval model; the ones that came back."""
+        missing = list(needs)
+        calls = 0
+        visible = ctx.visible()
+        queries = list(dict.fromkeys(
+            q for n in needs if (q := query_for(n.text, visible, self.retrieval))))
+        if queries:
+            exchange = self.search(source, queries, ctx) or self.client_search(source, queries)
+            self.charge(ctx, exchange, source.i)
+            calls += 1
+            missing = [n for n in missing if n.text not in exchange.found_in]
+        k = 0
+        while missing and calls < MAX_CALLS:
+            page = self.page(source, k, ctx) or self.client_page(source, k)
+            if page is None:
+                break
+            self.charge(ctx, page, source.i)
+            calls += 1
+            k += 1
+            missing = [n for n in missing if n.text not in page.found_in]
+        return [n for n in needs if n not in missing]
+
+    def charge(self, ctx: Context, exchange: Exchange, step: int) -> None:
         """A retrieval exchange (inside the retrieval turn): its call and its answer."""
-        call_item = ctx.add("retrieval_call", call, step)
-        answer_item = ctx.add("retrieval_answer", answer, step)
+        call_item = ctx.add("retrieval_call", exchange.call, step)
+        answer_item = ctx.add("retrieval_answer", exchange.answer, step)
         self._extra_calls += 1
-        if overhead:
+        if exchange.overhead:
             self._overhead += call_item.tokens + answer_item.tokens
 
 
 class RawSystem(ReplayBase):
-    """History keeps every output verbatim."""
+    """History keeps every output verbatim, as logged (not even the client's own cuts)."""
 
     name = "raw"
 
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
         return ctx.add("output", step.output, step.i)
 
 
 class OracleSystem(ReplayBase):
-    """History keeps only the needed strings of each output: the physical limit."""
+    """History keeps only the needed strings of each output: the physical limit. Its
+    prompt never fills the window, so where the client compacts it follows the log:
+    the history (and the task prompt) go where the real session compacted."""
 
     name = "oracle"
 
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
+    def compacts_after(self, session: Session, step: Step, ctx: Context) -> bool:
+        if self.profile.compact_at_tokens is None:
+            return False
+        return any(c.step == step.i + 1 for c in session.compactions)
+
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
         if not step.needs:
             return None
         return ctx.add("output", "\n".join(n.text for n in step.needs), step.i)
 
 
 class ClientNativeSystem(ReplayBase):
-    """What Claude Code keeps on its own, with Anthropic context editing.
-
-    Outputs over 50,000 characters go to a file; the model sees a ~2 KB preview and
-    greps the file for what it needs. Past 100,000 tokens of context, old tool
-    results are cleared, keeping the last 3; a cleared need is had by running the call
-    again. (MCP results are capped at 25,000 tokens; the replayed outputs come from
-    built-in tools, so that cap does not apply here.)
-    """
+    """The bare client: every output as the client shapes it (its caps, persisted large
+    outputs, cuts), its compaction, nothing else — the baseline of every net gain."""
 
     name = "client-native"
-    SPILL_CHARS = 50_000
-    PREVIEW_CHARS = 2_000
-    CLEAR_AT_TOKENS = 100_000
-    KEEP_RESULTS = 3
 
-    def keep_output(self, step: Step, ctx: Context) -> Item | None:
-        return ctx.add("output", self._shown(step), step.i)
-
-    def _shown(self, step: Step) -> str:
-        if len(step.output) <= self.SPILL_CHARS:
-            return step.output
-        return (step.output[:self.PREVIEW_CHARS] + f"\n… Output too large "
-                f"({len(step.output):,} characters). Full output saved to "
-                f"{SPILL_DIR}/tool-output-{step.i}.txt")
-
-    def after_output(self, step: Step, ctx: Context) -> None:
-        if ctx.tokens() <= self.CLEAR_AT_TOKENS:
-            return
-        outputs = [i for i in ctx.items if i.kind == "output" and not i.dropped]
-        for item in outputs[:-self.KEEP_RESULTS]:
-            item.dropped = True
-            ctx.replace(item, "[tool result cleared]")
-
-    def retrieve(self, source: Step, needs: list[Need], ctx: Context) -> int:
-        if len(source.output) > self.SPILL_CHARS:
-            pattern = "|".join(re.escape(n.text) for n in needs)
-            lines = [f"{n}:{line}" for n, line in enumerate(source.output.split("\n"), 1)
-                     if any(need.text in line for need in needs)]
-            answer = "\n".join(lines[:20])
-            self.charge(ctx, call_text("Grep", {"pattern": pattern,
-                                                "path": f"{SPILL_DIR}/tool-output-{source.i}.txt",
-                                                "-n": True}),
-                        answer, source.i, overhead=False)
-            return sum(1 for n in needs if n.text in answer)
-        # Cleared: run the call again; its output enters the history once more.
-        shown = self._shown(source)
-        self.charge(ctx, call_text(source.tool, source.args), shown, source.i, overhead=False)
-        return sum(1 for n in needs if n.text in shown)
+    def keep_output(self, step: Step, shown: str, ctx: Context) -> Item | None:
+        return ctx.add("output", shown, step.i)
 
 
 Factory = Callable[[], System]

@@ -3,10 +3,14 @@
 Each transcript (Claude Code stream-json or session file, Codex CLI ``exec --json`` or
 rollout file, mini-swe-agent, SWE-agent) is imported tolerantly (malformed lines,
 unknown events and truncated files are skipped and counted) and replayed, in order,
-through raw, client-native, the oracle and OSIRIS, exactly as the benchmark replays its
-traces; OSIRIS also prechecks every call, so what LoopGuard would have flagged comes
-with it. Where the transcript carries them, the system prompt is searched for volatile
-tokens (cache drift) and the provider's own usage is set beside our estimate.
+through raw, client-native (the bare client: the baseline), the oracle and OSIRIS,
+exactly as the benchmark replays its traces: inside the client that produced it (or
+the one ``--client`` names: :mod:`osiris.harness.profiles`), with OSIRIS given only the
+routing that client really has, and needs retrieved by ``--retrieval`` (``visible`` by
+default: :mod:`osiris.harness.retrieval`). OSIRIS also prechecks every call, so what
+LoopGuard would have flagged comes with it. Where the transcript carries them, the
+system prompt is searched for volatile tokens (cache drift) and the provider's own usage
+is set beside our estimate.
 
 The engine runs in a scratch home that is deleted afterwards: nothing of the user's
 sessions is kept, and the user's own OSIRIS home is never touched.
@@ -32,6 +36,7 @@ from osiris.core.tokens import default_counter
 from osiris.core.volatile import find_volatile
 from osiris.harness.metrics import add_net_gains, row_of
 from osiris.harness.osiris_system import OsirisSystem
+from osiris.harness.profiles import native_profile, profile
 from osiris.harness.replay import (
     ClientNativeSystem,
     CountingCache,
@@ -39,11 +44,12 @@ from osiris.harness.replay import (
     RawSystem,
     ReplayBase,
 )
+from osiris.harness.retrieval import query_for
 from osiris.harness.traces import Trace, find_traces, load_trace
-from osiris.harness.workloads import session_from_trace
+from osiris.harness.workloads import NEED_KINDS, session_from_trace
 
 SCHEMA_PATH = Path(__file__).with_name("data") / "replay.schema.json"
-SCHEMA_VERSION = "osiris-replay/1"
+SCHEMA_VERSION = "osiris-replay/2"
 SYSTEMS = ("raw", "client-native", "oracle", "osiris")
 SHOWN = ("raw", "client-native", "osiris")
 _GLOB_CHARS = frozenset("*?[")
@@ -176,6 +182,7 @@ class SessionReport:
     volatile: list[dict[str, Any]]
     provider: dict[str, Any] | None
     raw_first_turn_tokens: int = 0
+    client: str = "agent-loop"
 
     def system(self, name: str) -> dict[str, Any]:
         """The metrics row of one system."""
@@ -218,8 +225,12 @@ class SessionReport:
             provider["unseen_head_tokens"] = unseen
             provider["estimate_with_head_tokens"] = with_head
             provider["estimate_with_head_ratio"] = ratio
+        by_kind = {kind: {"found": osiris[f"needs_found_{kind}"],
+                          "total": osiris[f"needs_total_{kind}"]}
+                   for kind in NEED_KINDS if osiris.get(f"needs_total_{kind}")}
         return {
             "name": self.name, "source": self.source, "format": self.format,
+            "client": self.client, "needs_by_kind": by_kind,
             "end_state": self.end_state, "tool_calls": self.calls, "skipped": self.skipped,
             "payloads": {"output_tokens": sum(tokens),
                          "median_tokens": statistics.median(tokens) if tokens else 0,
@@ -246,17 +257,20 @@ class ReplayRun:
     sessions: list[SessionReport] = field(default_factory=list)
     files_skipped: list[dict[str, Any]] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    client: str | None = None
+    retrieval: str = "visible"
 
     def totals(self) -> dict[str, Any]:
         """All sessions together, per system."""
         out: dict[str, Any] = {}
         for name in SYSTEMS:
             rows = [s.system(name) for s in self.sessions]
-            raw = sum(s.system("raw")["cumulative_input_tokens"] for s in self.sessions)
+            base = sum(s.system("client-native")["cumulative_input_tokens"]
+                       for s in self.sessions)
             cumulative = sum(r["cumulative_input_tokens"] for r in rows)
             out[name] = {
                 "cumulative_input_tokens": cumulative,
-                "net_gain_cumulative_input": round(1 - cumulative / raw, 6) if raw else None,
+                "net_gain_cumulative_input": round(1 - cumulative / base, 6) if base else None,
                 "billed_cost_usd": {m: round(sum(r[f"billed_cost_{m}"] for r in rows), 6)
                                     for m in _models()},
                 "needs_found": sum(r["needs_found"] for r in rows),
@@ -271,6 +285,7 @@ class ReplayRun:
             skipped.update(session.skipped)
         return {"schema": SCHEMA_VERSION,
                 "encoding": default_counter().encoding_name,
+                "retrieval": self.retrieval, "client": self.client,
                 "cost_models": list(_models()),
                 "sessions": [s.as_dict() for s in self.sessions],
                 "totals": self.totals() if self.sessions else None,
@@ -279,9 +294,14 @@ class ReplayRun:
 
 
 def replay_sessions(inputs: Inputs, *, progress: Progress | None = None,
-                    home: Path | None = None) -> ReplayRun:
-    """Replay every file of ``inputs``; unreadable or empty files are skipped, counted."""
-    run = ReplayRun(unmatched=list(inputs.unmatched))
+                    home: Path | None = None, client: str | None = None,
+                    retrieval: str = "visible") -> ReplayRun:
+    """Replay every file of ``inputs`` inside its own client (or ``client``), needs
+    retrieved by ``retrieval``; unreadable or empty files are skipped, counted."""
+    if client is not None:
+        profile(client)  # an unknown name fails here, before any work
+    query_for("", "", retrieval)
+    run = ReplayRun(unmatched=list(inputs.unmatched), client=client, retrieval=retrieval)
     with tempfile.TemporaryDirectory(prefix="osiris-replay-") as scratch:
         osiris = OsirisSystem(home or Path(scratch) / "home", precheck=True, label="osiris")
         systems: list[ReplayBase] = [RawSystem(), ClientNativeSystem(), OracleSystem(), osiris]
@@ -321,12 +341,15 @@ def _one(path: Path, name: str, systems: list[ReplayBase], osiris: OsirisSystem,
         return None
     session = session_from_trace(trace, name, str(path))
     models = default_cost_models().models
+    chosen = profile(run.client) if run.client else native_profile(session)
     rows, steps = [], []
     first_turn = 0
     try:
         for system in systems:
-            result = system.replay(session, counting)
-            rows.append(row_of(result, models, {}))
+            result = system.replay(session, counting, profile=chosen,
+                                   retrieval=run.retrieval)
+            rows.append(row_of(result, models, {"client": chosen.name,
+                                                "retrieval": run.retrieval}))
             if system.name == "raw" and result.prompt_tokens:
                 first_turn = result.prompt_tokens[0]
             steps += [{"session": name, "system": system.name, "step": s.step,
@@ -346,7 +369,8 @@ def _one(path: Path, name: str, systems: list[ReplayBase], osiris: OsirisSystem,
         output_tokens=[counting.count(s.output) for s in session.steps], rows=rows,
         steps=steps, loopguard=list(osiris.flags), verdicts=dict(osiris.verdicts),
         system_prompt_tokens=_prompt_tokens(trace, counting), volatile=_volatile(trace),
-        provider=provider_usage(trace.usage), raw_first_turn_tokens=first_turn)
+        provider=provider_usage(trace.usage), raw_first_turn_tokens=first_turn,
+        client=chosen.name)
 
 
 def _prompt_tokens(trace: Trace, counting: CountingCache) -> int | None:
@@ -392,7 +416,7 @@ def _fit(name: str, width: int) -> str:
 def table(run: ReplayRun) -> str:
     """The terminal table: one line per session, then the totals."""
     header = ["session", "format", "calls", "output tok", "externalized",
-              "raw input", "client-native", "osiris", "preserved", "loopguard"]
+              "raw input", "bare client", "osiris", "preserved", "loopguard"]
     lines = [header]
     shown = display_names([s.name for s in run.sessions])
     for s, name in zip(run.sessions, shown, strict=True):

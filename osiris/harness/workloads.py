@@ -34,7 +34,10 @@ session's last turn; its kind by :func:`need_kind`.
    stripped — is an ``edit_anchor`` need of the most recent earlier output holding it
    verbatim, used at that edit's step. A Claude Code ``Read`` output is compared
    without its ``     N→`` line-number prefixes (the agent copies the text, not the
-   numbers). A line repeated within one edit counts once; there is no cap.
+   numbers). A line repeated within one edit counts once; there is no cap. A line the
+   agent itself wrote earlier (in an earlier call's arguments, such as an earlier edit's
+   ``new_string``, or in its own messages) is no need: it is in the agent's own part of
+   its context (``dropped_needs["in_own_messages"]``).
 3. *Task prompt.* A need whose text occurs in the task prompt is dropped: the agent
    had it from the start (``dropped_needs["in_task_prompt"]``).
 4. *Same response.* A use in a call issued by the same model response as the
@@ -422,8 +425,10 @@ def _anchor_needs(steps: list[Step], task: str, dropped: Counter[str],
     """Rule 2 (with rules 3 and 4): each anchor with the step of the output it is from."""
     texts = [_READ_PREFIX.sub("", s.output) if s.tool == "Read" else s.output for s in steps]
     responses = [s.response for s in steps]
+    written = [s.agent_text + "\n" + json.dumps(s.args, ensure_ascii=False) for s in steps]
     found = []
     for use, step in enumerate(steps):
+        own = "\n".join(written[:use])
         for line in edit_anchor_lines(step.tool, step.args):
             # The most recent earlier output holding the line, and the most recent one
             # the agent could have seen when it wrote the edit (another response).
@@ -438,6 +443,10 @@ def _anchor_needs(steps: list[Step], task: str, dropped: Counter[str],
                 continue
             if line in task:
                 dropped["in_task_prompt"] += 1
+            elif line in own or json.dumps(line, ensure_ascii=False)[1:-1] in own:
+                # The agent wrote the line itself earlier (an earlier edit's new_string,
+                # its own message): it needs no output to quote it.
+                dropped["in_own_messages"] += 1
             elif visible is None:
                 dropped["same_response"] += 1
             else:

@@ -90,10 +90,9 @@ def test_apply_patch_context_and_removed_lines_are_anchors() -> None:
              _step(1, "shell", shell), _step(2, "apply_patch", rollout)]
     derive_trace_needs(steps, task="", final_text="")
     anchors = [n for n in _needs(steps) if n[3] == "edit_anchor"]
+    # The second patch repeats lines the agent wrote itself in the first: no new needs.
     assert anchors == [(0, "    settings = load_settings()", 1, "edit_anchor"),
-                       (0, "    run(settings, verbose=False)", 1, "edit_anchor"),
-                       (0, "    settings = load_settings()", 2, "edit_anchor"),
-                       (0, "    run(settings, verbose=False)", 2, "edit_anchor")]
+                       (0, "    run(settings, verbose=False)", 1, "edit_anchor")]
     # A Codex exec log's file_change keeps no patch: nothing to anchor.
     assert edit_anchor_lines("apply_patch", {"changes": [{"path": "a.py", "kind": "update"}]}) \
         == []
@@ -189,11 +188,33 @@ def test_needs_of_the_bundled_traces_by_kind() -> None:
         moved.update(session.moved_needs)
     # 151 token needs before the task prompts were known; 32 of them are strings of a
     # task prompt (24 identifiers, 8 paths) and give way to shorter candidates; 555
-    # edit anchors, 44 of them held by a task prompt.
-    assert dict(kinds) == {"path": 55, "identifier": 71, "edit_anchor": 511}
-    assert dict(dropped) == {"in_task_prompt": 76}
+    # edit anchors, 44 of them held by a task prompt and 283 written by the agent itself
+    # earlier (repeated edits of the same lines).
+    assert dict(kinds) == {"path": 55, "identifier": 71, "edit_anchor": 228}
+    assert dict(dropped) == {"in_task_prompt": 76, "in_own_messages": 283}
     assert dict(moved) == {}
     by_client = Counter(s.client for s in sessions)
     assert by_client == {"claude-code": 4, "codex-cli": 2, "mini-swe-agent": 3, "swe-agent": 2}
     assert all(s.task_prompt for s in sessions)
     assert sum(len(s.compactions) for s in sessions) == 3
+
+
+def test_an_anchor_the_agent_wrote_itself_is_no_need() -> None:
+    source = "\n".join(f"{n:>6}\u2192line {n} of the module" for n in range(1, 5))
+    first = {"file_path": "m.py", "old_string": "line 2 of the module",
+             "new_string": "line 2 of the module, changed"}
+    second = {"file_path": "m.py", "old_string": "line 2 of the module, changed",
+              "new_string": "line 2 again"}
+    steps = [_step(0, "Read", {"file_path": "m.py"}, source), _step(1, "Edit", first),
+             _step(2, "Edit", second, output="ok")]
+    counts = derive_trace_needs(steps, task="", final_text="")
+    assert [n[1] for n in _needs(steps) if n[3] == "edit_anchor"] == ["line 2 of the module"]
+    assert counts.dropped == {}  # the second anchor was never in an output: not a candidate
+    third = {"file_path": "m.py", "old_string": "line 3 of the module",
+             "new_string": "x"}
+    steps = [_step(0, "Read", {"file_path": "m.py"}, source),
+             _step(1, "Bash", {"command": "echo 'line 3 of the module'"}, output="line 3"),
+             _step(2, "Edit", third, output="ok")]
+    counts = derive_trace_needs(steps, task="", final_text="")
+    assert [n for n in _needs(steps) if n[3] == "edit_anchor"] == []
+    assert counts.dropped == {"in_own_messages": 1}

@@ -36,20 +36,23 @@ def test_contextweaver_end_to_end_on_the_quick_workload(tmp_path: Path) -> None:
     counter = default_counter()
     sessions = [*SweepWorkload(TRACES, counter, sizes=(200, 2_000)).sessions(),
                 *TraceWorkload(TRACES, only=("swe-agent__test-repo",)).sessions()]
-    rows = run_matrix(sessions, [RawSystem(), peer], counter=counter)
-    by = {(r["session"], r["system"]): r for r in rows}
-    small, large = by[("sweep-200", "contextweaver")], by[("sweep-2000", "contextweaver")]
-    raw_large = by[("sweep-2000", "raw")]
+    rows = run_matrix(sessions, [RawSystem(), peer], counter=counter,
+                      retrievals=("visible", "paging"))
+    by = {(r["session"], r["system"], r["retrieval"]): r for r in rows}
+    small = by[("sweep-200", "contextweaver", "visible")]
+    large, paged = (by[("sweep-2000", "contextweaver", m)] for m in ("visible", "paging"))
+    raw_large = by[("sweep-2000", "raw", "paging")]
     # Its tool definition is in its fixed cost, counted with the same encoding.
     assert small["fixed_overhead_tokens"] > 0
-    # Large payloads are firewalled, and the needs cut away are paged back with
-    # tool_view, every call charged (here the pages cost more than the payloads saved).
+    # Large payloads are firewalled; contextweaver cannot search, so the needs cut away
+    # are found with the client's own search (visible) or paged back with its tool_view
+    # (paging), every call charged — here the pages cost more than the payloads saved.
     assert json.loads(large["modes"])["compressed"] >= 1
     assert json.loads(small["modes"]) == {"unchanged": 5}
-    assert large["extra_calls"] > 0
-    assert large["final_context_tokens"] > raw_large["final_context_tokens"]
-    assert large["overhead_tokens"] > large["fixed_overhead_tokens"]
-    assert large["needs_found"] == large["needs_total"] == 10
+    assert large["extra_calls"] > 0 and paged["extra_calls"] > 0
+    assert paged["final_context_tokens"] > raw_large["final_context_tokens"]
+    assert paged["overhead_tokens"] > paged["fixed_overhead_tokens"]
+    assert large["needs_found"] == large["needs_total"] == paged["needs_found"] == 10
     assert {r["system"] for r in rows} == {"raw", "contextweaver"}
     assert all(r["encoding"] == counter.encoding_name for r in rows)
 

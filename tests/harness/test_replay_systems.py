@@ -8,6 +8,7 @@ from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
 from osiris.harness.benchmark import break_even, run_matrix
 from osiris.harness.osiris_system import NeverPrune, OsirisSystem
+from osiris.harness.profiles import profile
 from osiris.harness.replay import ClientNativeSystem, CountingCache, OracleSystem, RawSystem
 from osiris.harness.workloads import Need, Session, Step, derive_trace_needs, sweep_needs
 
@@ -30,28 +31,21 @@ def test_raw_keeps_everything_and_oracle_only_the_needs() -> None:
     assert len(raw.prompt_tokens) == 3  # one turn per call, one at the end
 
 
-def test_client_native_spills_big_outputs_and_greps_them() -> None:
+def test_claude_code_persists_a_big_bash_output_and_the_agent_greps_it() -> None:
     big = "\n".join(f"line {i} filler text" for i in range(5000)) + "\nTARGET_VALUE_42\n"
     session = _session([big], [["TARGET_VALUE_42"]])
-    result = ClientNativeSystem().replay(session, COUNTING)
+    result = ClientNativeSystem().replay(session, COUNTING, profile=profile("claude-code"),
+                                         retrieval="exact")
     assert result.needs_found == 1
     assert result.extra_calls == 1
-    assert result.prompt_tokens[-1] < COUNTING.count(big) / 5
-
-
-def test_client_native_clears_old_results_past_100k_tokens() -> None:
-    outputs = [f"output {i}\n" + ("word " * 18_000) + f"KEY_{i}_END" for i in range(8)]
-    session = _session(outputs, [[f"KEY_{i}_END"] for i in range(8)])
-    result = ClientNativeSystem().replay(session, COUNTING)
-    assert result.needs_found == 8
-    assert result.extra_calls > 0  # cleared ones were fetched by running the call again
+    assert result.prompt_tokens[-1] - result.head_tokens < COUNTING.count(big) / 5
 
 
 def test_osiris_recalls_what_its_previews_do_not_show(tmp_path: Path) -> None:
     outputs = ["\n".join(f"row {i}: value {i * 7}" for i in range(2000)) + "\nSECRET_SAUCE_77"]
     session = _session(outputs, [["SECRET_SAUCE_77", "row 1000: value 7000"]])
     system = OsirisSystem(tmp_path / "h", policy=NeverPrune())
-    result = system.replay(session, COUNTING)
+    result = system.replay(session, COUNTING, retrieval="exact")
     system.close()
     assert result.needs_found == 2
     assert result.extra_calls == 1  # both from one output, one parallel recall

@@ -164,7 +164,9 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
     ``npm_config_offline``: context-mode's hooks try to ``npm install`` a native module
     they cannot load; offline that waits minutes on the network, told to be offline npm
     fails at once and context-mode carries on (its documented fallback)."""
-    path = os.pathsep.join([str(tools.context_mode_bin), os.environ.get("PATH", "")])
+    # A fixed PATH (config.py is the only reader of the environment): the system's own
+    # directories, after context-mode's Node 22.
+    path = os.pathsep.join([str(tools.context_mode_bin), "/usr/local/bin", "/usr/bin", "/bin"])
     env = {"PATH": path, "HOME": str(workspace.home), "TMPDIR": str(workspace.tmp),
            "LANG": "C.UTF-8", "TZ": "UTC", "npm_config_offline": "true"}
     if client == CLAUDE_CODE:
