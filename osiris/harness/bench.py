@@ -198,10 +198,20 @@ def _append_to_duckdb(ctx: BenchContext, data: Path) -> None:
     con = connect_duckdb(data / "bench.duckdb")
     try:
         for name, rows in ctx.tables.items():
-            frame = pl.DataFrame(rows, infer_schema_length=None)  # noqa: F841 (read by SQL)
+            frame = pl.DataFrame(rows, infer_schema_length=None)  # read by the SQL below
             exists = con.execute("SELECT count(*) FROM information_schema.tables WHERE"
                                  " table_name = ?", [name]).fetchone()
             if exists and exists[0]:
+                # A run of a newer benchmark may add columns: older runs get NULL there.
+                known = {r[0] for r in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?",
+                    [name]).fetchall()}
+                for column in frame.columns:
+                    if column not in known:
+                        found = con.execute(
+                            f'SELECT typeof("{column}") FROM frame LIMIT 1').fetchone()  # noqa: S608
+                        kind = str(found[0]) if found and found[0] != "NULL" else "VARCHAR"
+                        con.execute(f'ALTER TABLE "{name}" ADD COLUMN "{column}" {kind}')
                 con.execute(f'INSERT INTO "{name}" BY NAME SELECT * FROM frame')  # noqa: S608
             else:
                 con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM frame')  # noqa: S608

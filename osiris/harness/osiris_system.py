@@ -241,12 +241,20 @@ class OsirisSystem(ReplayBase):
         ref = self._refs.get(source.i)
         if ref is None or "outputs" not in self.routing:
             return None
+        # The agent's query is a literal string it saw; it takes recall's default bounds
+        # (matches and tokens), as it cannot know how many lines hold its string.
         pattern = "|".join(re.escape(q) for q in queries)
-        n = 3 * len(queries)
-        args = {"ref": ref, "op": "grep", "pattern": pattern, "n": n, "task_id": self.task}
-        answer = self.engine.recall(ref, "grep", pattern=pattern, n=n, task_id=self.task)
-        return Exchange(json.dumps({"tool": "osiris_recall", "args": args}),
-                        text_of("recall", answer), overhead=True)
+        return self._grep(ref, {"op": "grep", "pattern": pattern})
+
+    def _grep(self, ref: str, args: dict[str, Any]) -> Exchange:
+        """One recall grep (its `next` continuation followed verbatim, as a real agent)."""
+        options = {k: v for k, v in args.items() if k != "op"}
+        answer = self.engine.recall(ref, "grep", task_id=self.task, **options)
+        call = json.dumps({"tool": "osiris_recall",
+                           "args": {"ref": ref, **args, "task_id": self.task}})
+        following = answer.get("next") if answer.get("truncated") else None
+        more = (lambda: self._grep(ref, dict(following))) if following else None
+        return Exchange(call, text_of("recall", answer), overhead=True, more=more)
 
     def page(self, source: Step, k: int, ctx: Context) -> Exchange | None:
         ref = self._refs.get(source.i)

@@ -257,13 +257,16 @@ def _command(step: Step) -> str | None:
     return command if isinstance(command, str) and command.strip() else None
 
 
-def _grep_lines(text: str, queries: list[str]) -> str:
+def _grep_lines(text: str, queries: list[str], skip: int = 0) -> tuple[str, bool]:
+    """Matching lines from the ``skip``-th on, at most :data:`CLIENT_GREP_LINES`; and
+    whether more follow."""
     lines = [f"{n}:{line}" for n, line in enumerate(text.split("\n"), 1)
              if any(q in line for q in queries)]
-    shown = lines[:CLIENT_GREP_LINES]
-    if len(lines) > len(shown):
-        shown.append(f"… {len(lines) - len(shown)} more matching lines")
-    return "\n".join(shown) if shown else "(no matches)"
+    shown = lines[skip:skip + CLIENT_GREP_LINES]
+    more = len(lines) > skip + len(shown)
+    if more:
+        shown.append(f"… {len(lines) - skip - len(shown)} more matching lines")
+    return ("\n".join(shown) if shown else "(no matches)"), more
 
 
 class ReplayBase(ABC):
@@ -305,23 +308,29 @@ class ReplayBase(ABC):
 
     # -- the client's own tools ---------------------------------------------------------
 
-    def client_search(self, source: Step, queries: list[str]) -> Exchange:
+    def client_search(self, source: Step, queries: list[str], skip: int = 0) -> Exchange:
         """The client's own search: ``Grep`` on the file a Read showed, the command again
-        through ``grep -n -F``, else the call again."""
+        through ``grep -n -F``, else the call again; cut at :data:`CLIENT_GREP_LINES`
+        matches, continued from the ``skip``-th."""
         path = source.args.get("file_path") if isinstance(source.args, dict) else None
         if source.tool == "Read" and isinstance(path, str):
             pattern = "|".join(re.escape(q) for q in queries)
-            answer = _grep_lines(file_text(source), queries)
-            call = call_text("Grep", {"pattern": pattern, "path": path,
-                                      "output_mode": "content", "-n": True})
+            answer, more = _grep_lines(file_text(source), queries, skip)
+            call = call_text("Grep", {"pattern": pattern, "path": path, "-n": True,
+                                      "output_mode": "content", "offset": skip,
+                                      "head_limit": CLIENT_GREP_LINES})
         elif (command := _command(source)) is not None:
             flags = " ".join("-e " + json.dumps(q, ensure_ascii=False) for q in queries)
-            answer = _grep_lines(source.output, queries)
-            call = call_text(source.tool, {"command": f"{command} | grep -n -F {flags}"})
+            answer, more = _grep_lines(source.output, queries, skip)
+            window_ = f" | tail -n +{skip + 1}" if skip else ""
+            call = call_text(source.tool, {"command": f"{command} | grep -n -F {flags}"
+                                                      f"{window_} | head -n {CLIENT_GREP_LINES}"})
         else:
             return self.client_page(source, 0) or Exchange(call_text(source.tool, source.args),
                                                            "", overhead=False)
-        return Exchange(call, self._shaped(source, answer), overhead=False)
+        follow = (lambda: self.client_search(source, queries, skip + CLIENT_GREP_LINES)) \
+            if more else None
+        return Exchange(call, self._shaped(source, answer), overhead=False, more=follow)
 
     def client_page(self, source: Step, k: int) -> Exchange | None:
         """The client's own paging: ``Read`` with offset/limit, ``sed -n`` on the command,
@@ -476,10 +485,15 @@ class ReplayBase(ABC):
         queries = list(dict.fromkeys(
             q for n in needs if (q := query_for(n.text, visible, self.retrieval))))
         if queries:
-            exchange = self.search(source, queries, ctx) or self.client_search(source, queries)
-            self.charge(ctx, exchange, source.i)
-            calls += 1
-            missing = [n for n in missing if n.text not in exchange.found_in]
+            exchange: Exchange | None = self.search(source, queries, ctx) \
+                or self.client_search(source, queries)
+            while exchange is not None:
+                self.charge(ctx, exchange, source.i)
+                calls += 1
+                missing = [n for n in missing if n.text not in exchange.found_in]
+                if not missing or calls >= MAX_CALLS or exchange.more is None:
+                    break
+                exchange = exchange.more()
         k = 0
         while missing and calls < MAX_CALLS:
             page = self.page(source, k, ctx) or self.client_page(source, k)

@@ -15,6 +15,9 @@ string it is looking for. Three retrieval models, the same for every system:
 * ``exact`` (an upper bound, labelled as such): search for the need itself — what an
   agent that already knew the answer would do.
 
+A search whose answer was cut by its bounds is followed to its next matches before any
+paging (an agent reads on when told there is more).
+
 Searching and paging go through the system's own means when it has them (OSIRIS:
 ``recall`` grep and range; context-mode: ``ctx_search``; contextweaver: its paging) and
 through the client's own tools otherwise (Claude Code: ``Grep`` and ``Read`` with
@@ -26,6 +29,7 @@ at most :data:`MAX_CALLS` calls, then the rest are lost.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 RETRIEVAL_MODELS = ("visible", "paging", "exact")
@@ -45,6 +49,9 @@ class Exchange:
     content: str | None = None
     """The part of the answer that can hold a need (default: all of it); a search that
     echoes its queries does not find a need by echoing it."""
+    more: Callable[[], Exchange | None] | None = None
+    """The continuation of a search cut by its bounds (the next matches), if any: an
+    agent follows it before paging from the start."""
 
     @property
     def found_in(self) -> str:
