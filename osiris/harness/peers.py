@@ -54,8 +54,11 @@ def _nudge_tokens(client: str, tool: str) -> int:
 INTERFACES = {
     "contextweaver": "PyPI `contextweaver`: `compact_tool_result` with an artifact store; "
                      "needs fetched by paging the artifact with `tool_view` (it has no search)",
-    "headroom": "PyPI `headroom-ai`: `compress` on the conversation, CCR markers; needs "
-                "fetched with `headroom_retrieve`",
+    "headroom": "PyPI `headroom-ai`: `compress` on the conversation, as its proxy does with "
+                "each request, CCR markers; needs fetched with `headroom_retrieve`. Run "
+                "without its recommended `[all]` extras and their Kompress-v2-base model, "
+                "which is fetched from Hugging Face at run time (these machines reach only "
+                "the package registries): prose is not compressed by a model here",
     "context-mode": "npm `context-mode`, an MCP server on Node 22 driven by the MCP SDK "
                     "client over stdio: `ctx_index` each output, `ctx_search` each need"}
 
