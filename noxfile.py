@@ -57,6 +57,10 @@ def bench(session: nox.Session) -> None:
     # does not install is reported in BENCHMARK.md with its error, not silently left out.
     kinds = ["python", "node"] if shutil.which("npm") else ["python"]
     session.run("bash", ".ci/install-peers", *kinds, external=True, success_codes=[0, 1])
+    # The real clients (Claude Code, Codex; npm) for the `clients` stage. Without them the
+    # stage reports each session as not installed instead of measuring it.
+    if shutil.which("npm"):
+        session.run("bash", ".ci/install-node-tools", external=True)
     session.run("python", "bench/run_bench.py", *session.posargs)
 
 

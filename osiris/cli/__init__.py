@@ -69,11 +69,15 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     default = repo / ".osiris-bench" / "quick" if args.quick else repo / "reports"
     out = Path(args.out).resolve() if args.out else default
     try:
-        run(repo, out, quick=args.quick, stages=args.stage or None,
+        stages = [*args.stage_names, *(args.stage or [])] or None
+        run(repo, out, quick=args.quick, stages=stages,
             retrievals=tuple(args.retrieval or ()), client=args.client)
     except ValueError as exc:
         sys.stderr.write(f"osiris: {exc}\n")
         return EXIT_USAGE
+    except RuntimeError as exc:  # e.g. the real-client stage's scratch root is busy
+        sys.stderr.write(f"osiris: {exc}\n")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -243,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repo", default=".", help="clone of the repository (default: .)")
     bench.add_argument("--out", help="report directory (default: REPO/reports, which also "
                        "regenerates README.md's measured blocks)")
+    bench.add_argument("stage_names", nargs="*", metavar="STAGE",
+                       help="run only these stages (e.g. `osiris bench clients`: the real "
+                            "Claude Code and Codex, offline); default: all")
     bench.add_argument("--stage", action="append", help="run only this stage (repeatable)")
     bench.add_argument("--retrieval", choices=RETRIEVAL_MODELS, action="append",
                        help="retrieval model of the trace replays (repeatable; default all "

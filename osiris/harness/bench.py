@@ -39,6 +39,10 @@ class BenchContext:
     plot_jobs: list[Callable[[Path], list[Path]]] = field(default_factory=list)
     retrievals: tuple[str, ...] = RETRIEVAL_MODELS
     client: str | None = None
+    stages: tuple[str, ...] = ()
+    """The stages this run executes."""
+    sections: dict[str, str] = field(default_factory=dict)
+    """Report sections a stage hands to a later one (``clients`` → BENCHMARK.md)."""
 
     def say(self, message: str) -> None:
         """Progress line on stderr."""
@@ -131,8 +135,35 @@ def stage_benchmark(ctx: BenchContext) -> None:
         ctx.add_rows("peers", peer_rows)
     fp = footprint()
     meta = {**ctx.meta.as_row(), "cost_model_version": rows[0]["cost_model_version"]}
-    ctx.documents["BENCHMARK.md"] = report.render(rows, fp, even, meta, peers=peer_rows)
+    real_clients = ctx.sections.get("clients") or report.clients_section_of(ctx.out)
+    ctx.documents["BENCHMARK.md"] = report.render(rows, fp, even, meta, peers=peer_rows,
+                                                  real_clients=real_clients)
     ctx.plot_jobs.append(lambda out: report.plots(rows, out))
+
+
+def stage_clients(ctx: BenchContext) -> None:
+    """The tielec traces inside the real Claude Code and Codex, in every configuration
+    (``osiris bench clients``; quick: one short Codex trace)."""
+    from osiris.harness.clients import sessions
+
+    # A fixed scratch root: its path reaches the prompts and, through OSIRIS's content
+    # hashes of what it observed, more than the neutraliser can fix.
+    measured = sessions.run_all(ctx.repo, quick=ctx.quick, say=ctx.say, root=sessions.ROOT)
+    rows = sessions.session_rows(measured)
+    turns = [t for m in measured for t in m.turns]
+    ctx.add_rows("clients_sessions", rows)
+    if turns:
+        ctx.add_rows("clients_turns", turns)
+    section = sessions.render(rows)
+    ctx.sections["clients"] = section
+    if "benchmark" not in ctx.stages:
+        # Run alone: the section of the BENCHMARK.md already there is replaced in place.
+        from osiris.harness import report
+
+        current = ctx.out / "BENCHMARK.md"
+        if current.exists():
+            ctx.documents["BENCHMARK.md"] = report.with_clients_section(
+                current.read_text("utf-8"), section)
 
 
 def stage_governance(ctx: BenchContext) -> None:
@@ -151,7 +182,8 @@ def stage_governance(ctx: BenchContext) -> None:
     ctx.say(f"governance: {len(rows)} flags in {sum(r.calls for r in results)} calls")
 
 
-STAGES: dict[str, Stage] = {"benchmark": stage_benchmark, "secrets": stage_secrets,
+STAGES: dict[str, Stage] = {"clients": stage_clients, "benchmark": stage_benchmark,
+                            "secrets": stage_secrets,
                             "store": perf.stage_store,
                             "engine": perf.stage_engine, "payloads": perf.stage_payloads,
                             "governance": stage_governance, "mcp": perf.stage_mcp,
@@ -234,7 +266,7 @@ def run(repo: Path, out: Path, *, quick: bool = False, stages: list[str] | None 
     workdir = Path(tempfile.mkdtemp(prefix="osiris-bench-"))
     ctx = BenchContext(repo=repo, out=out, quick=quick, meta=new_run(repo), workdir=workdir,
                        progress=progress, retrievals=retrievals or RETRIEVAL_MODELS,
-                       client=client)
+                       client=client, stages=tuple(stages or STAGES))
     started = time.perf_counter()
     try:
         durations = []

@@ -137,6 +137,41 @@ def tool_results(request: ModelRequest) -> list[str]:
     return found
 
 
+def results_by_id(request: ModelRequest) -> dict[str, tuple[str, bool]]:
+    """Every tool result of the request by the call id it answers: (text, is_error).
+
+    Anthropic: ``tool_result`` blocks (``is_error`` as the client set it); OpenAI:
+    ``function_call_output`` / ``custom_tool_call_output`` items (never marked)."""
+    found: dict[str, tuple[str, bool]] = {}
+    if request.api == ANTHROPIC:
+        for message in _list(request.body.get("messages")):
+            for block in _list(message.get("content") if isinstance(message, dict) else None):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    found[str(block.get("tool_use_id"))] = (
+                        result_text(block.get("content")), bool(block.get("is_error")))
+        return found
+    for item in _list(request.body.get("input")):
+        if isinstance(item, dict) and item.get("type") in {"function_call_output",
+                                                             "custom_tool_call_output"}:
+            found[str(item.get("call_id"))] = (result_text(item.get("output")), False)
+    return found
+
+
+def last_user_text(request: ModelRequest) -> str:
+    """The text of the last user message (either API), "" when the last item is not one."""
+    items = _list(request.body.get("messages" if request.api == ANTHROPIC else "input"))
+    for item in reversed(items):
+        if not isinstance(item, dict):
+            continue
+        if item.get("role") == "user":
+            return "\n".join(_texts(item.get("content")))
+        if item.get("role") == "assistant" or item.get("type") in {
+                "function_call", "custom_tool_call", "function_call_output",
+                "custom_tool_call_output"}:
+            return ""
+    return ""
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 

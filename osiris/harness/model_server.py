@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -69,6 +70,11 @@ class LoggedRequest:
     """What the script answered (``{"tool": …, "input": …}`` or ``{"text": …}``)."""
     error: str | None = None
     """Why the request was refused, or why the script's answer was replaced."""
+    received_s: float = 0.0
+    """When the request had been read (``time.monotonic()``)."""
+    answered_s: float = 0.0
+    """When its answer was ready to send: the gap to the next prompt is the client's
+    time (its tool, its hooks) between two model turns."""
 
     def as_json(self) -> dict[str, Any]:
         """The entry as one JSON object (a line of the JSONL log)."""
@@ -81,13 +87,16 @@ class ModelServer:
     Use as a context manager; :attr:`base_url` is ``http://127.0.0.1:PORT``. The log is
     kept in memory (:meth:`requests`) and appended to ``log_path`` when given. With
     ``count_tokens=False`` the count endpoint is unknown (404), as behind a proxy that
-    lacks it: Claude Code then falls back on its own limits."""
+    lacks it: Claude Code then falls back on its own limits. With ``context_window`` a
+    prompt of more tokens is refused as the provider refuses it (HTTP 400, "prompt is
+    too long: N tokens > W maximum")."""
 
     def __init__(self, script: Script, *, port: int = 0, log_path: Path | None = None,
                  count_input: Callable[[Mapping[str, Any]], int] | None = None,
                  model: str = DEFAULT_MODEL, max_body_bytes: int = MAX_BODY_BYTES,
-                 count_tokens: bool = True) -> None:
+                 count_tokens: bool = True, context_window: int | None = None) -> None:
         self._script = script
+        self.context_window = context_window
         self.count_tokens = count_tokens
         self._port = port
         self._log_path = log_path
@@ -246,6 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
         index = server._next_index()
         url = urllib.parse.urlsplit(self.path)
         raw, refusal = self._read_body() if with_body else (b"", None)
+        received = time.monotonic()
         body: Any = None
         if raw and refusal is None:
             try:
@@ -267,6 +277,16 @@ class _Handler(BaseHTTPRequestHandler):
             note = "not a JSON object"
         elif url.path.endswith("/count_tokens"):
             reply = _json_reply({"input_tokens": server._count_input(body)})
+        elif server.context_window is not None and (
+                (size := server._count_input(body)) > server.context_window):
+            # What the provider answers a prompt over the model's window (the client
+            # then compacts, as it does against the real API).
+            limit = server.context_window
+            message = (f"prompt is too long: {size} tokens > {limit} maximum" if api == ANTHROPIC
+                       else f"Your input exceeds the context window of this model "
+                            f"({size} > {limit} tokens).")
+            reply = _error(HTTPStatus.BAD_REQUEST, message, api)
+            note = "over the context window"
         else:
             request = ModelRequest(index, api, url.path, body)
             action, note = server._decide(request)
@@ -274,7 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
         server._record(LoggedRequest(
             index=index, method=self.command, path=url.path, query=url.query, api=api,
             body_bytes=len(raw), body=body, status=reply.status,
-            action=None if action is None else _action_json(action), error=note))
+            action=None if action is None else _action_json(action), error=note,
+            received_s=received, answered_s=time.monotonic()))
         self._send(reply)
 
     def _read_body(self) -> tuple[bytes, tuple[HTTPStatus, str] | None]:

@@ -297,8 +297,39 @@ def block_dashboard(reports: Reports) -> str:
             f"{ms(audit['median_s'])} ms.\n")
 
 
+def block_clients(reports: Reports) -> str:
+    """The real Claude Code and Codex running the traces, per configuration."""
+    from osiris.harness.clients import sessions
+    from osiris.harness.clients.run import VERSIONS
+
+    rows = reports.rows("clients_sessions")
+    table = sessions.pooled(rows)
+    if len(table) <= 2:
+        return ("The real-client stage (`osiris bench clients`) has not run into these "
+                "reports.\n")
+    osiris = [r for r in rows if r["configuration"] == "osiris" and r["status"] == "ok"]
+    added = [r["added_ms_per_call"] for r in osiris if r.get("added_ms_per_call") is not None]
+    versions = ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
+    lines = [f"The tielec traces run again inside the real clients ({versions}, offline "
+             "against a scripted model that issues each trace's calls in its workspace and "
+             "retrieves lost needs with the client's own tools); every figure counted from "
+             "the requests the client sent:", "", *table, ""]
+    notes = sum(int(r.get("osiris_hook_notes") or 0) for r in osiris)
+    calls = sum(int(r.get("trace_calls") or 0) for r in osiris)
+    if added:
+        lines.append(f"With OSIRIS installed a tool call takes a median "
+                     f"{sorted(added)[len(added) // 2]:,.0f} ms longer than in the bare "
+                     "client (its hooks start a process per call). Its hooks change no "
+                     "output at this commit, so every token it adds is its own: its tool "
+                     "listing and instructions in each prompt"
+                     + (f", and the prune advice its PostToolUse hook attached to {notes} of "
+                        f"{calls} tool results, which the client cannot act on" if notes
+                        else "") + ".")
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS: dict[str, Callable[[Reports], str]] = {
-    "traces": block_traces, "peers": block_peers, "sweep": block_sweep,
+    "clients": block_clients, "traces": block_traces, "peers": block_peers, "sweep": block_sweep,
     "duration": block_duration, "footprint": block_footprint, "hooks": block_hooks,
     "dashboard": block_dashboard}
 

@@ -22,6 +22,8 @@ SEED = {200: (1583, 2687, 1651, -4.30, "bystander", 34),
 SYSTEMS = ("raw", "client-native", "oracle", "osiris-fixed", "osiris-adaptive")
 COST_MODELS = ("anthropic-5m", "anthropic-1h", "openai-auto", "no-cache")
 RUN_START, RUN_END = "<!-- run -->", "<!-- /run -->"
+CLIENTS_START, CLIENTS_END = "<!-- clients -->", "<!-- /clients -->"
+"""The real-client section (``osiris bench clients``) leads the report between these."""
 
 
 def _pct(value: float | None) -> str:
@@ -417,8 +419,10 @@ def _profile_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
            even: dict[str, float | None], run: dict[str, Any] | None = None,
-           peers: list[dict[str, Any]] | None = None) -> str:
-    """The whole of reports/BENCHMARK.md."""
+           peers: list[dict[str, Any]] | None = None,
+           real_clients: str | None = None) -> str:
+    """The whole of reports/BENCHMARK.md (``real_clients``: the real-client section,
+    which leads it)."""
     header = ["# OSIRIS benchmark", ""]
     if run:
         header += [RUN_START,
@@ -430,6 +434,9 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
     client_sections: list[str] = []
     for client in clients:
         client_sections += [f"### Inside {client}", "", *client_table(rows, client)]
+    if real_clients:
+        header += [CLIENTS_START, real_clients.rstrip("\n"), CLIENTS_END, "",
+                   "## The replay", ""]
     body = [
         "Reproduce with `nox -s bench` (or `osiris bench`, `python bench/run_bench.py`). "
         "Every row is in `reports/data/results.parquet`; `notebooks/01_report_tables.ipynb` "
@@ -525,6 +532,31 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
         "",
     ]
     return "\n".join(header + body).rstrip("\n") + "\n"
+
+
+def with_clients_section(report: str, section: str) -> str:
+    """``report`` with its real-client section replaced by ``section`` (inserted after
+    the run line when it has none)."""
+    block = f"{CLIENTS_START}\n{section.rstrip(chr(10))}\n{CLIENTS_END}"
+    if CLIENTS_START in report and CLIENTS_END in report:
+        start = report.index(CLIENTS_START)
+        end = report.index(CLIENTS_END) + len(CLIENTS_END)
+        return report[:start] + block + report[end:]
+    at = report.index(RUN_END) + len(RUN_END) if RUN_END in report else 0
+    return report[:at] + "\n\n" + block + "\n\n## The replay\n" + report[at:]
+
+
+def clients_section_of(reports: Path) -> str | None:
+    """The real-client section rendered from ``reports/data/clients_sessions.parquet``
+    (None when no run wrote it)."""
+    path = reports / "data" / "clients_sessions.parquet"
+    if not path.exists():
+        return None
+    import polars as pl
+
+    from osiris.harness.clients.sessions import render as render_clients
+
+    return render_clients(pl.read_parquet(path).to_dicts())
 
 
 def body_of(report: str) -> str:

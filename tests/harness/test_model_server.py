@@ -119,6 +119,30 @@ def test_count_tokens_can_be_switched_off() -> None:
     assert json.loads(text)["type"] == "error"
 
 
+def test_a_prompt_over_the_context_window_is_refused_as_the_provider_refuses_it() -> None:
+    with ModelServer(ScriptedTurns([FinalText("hi")]), context_window=50) as server:
+        small = _messages()
+        size = prompt_tokens(small)
+        assert size < 50
+        status, _, _ = _post(server, "/v1/messages", small)
+        assert status == 200
+        big = _messages({"role": "assistant", "content": "word " * 200})
+        status, _, text = _post(server, "/v1/messages", big)
+        assert status == 400
+        error = json.loads(text)["error"]
+        assert error["type"] == "invalid_request_error"
+        assert error["message"] == f"prompt is too long: {prompt_tokens(big)} tokens > 50 maximum"
+        status, _, text = _post(server, "/v1/responses", {
+            "model": "gpt", "input": [{"type": "message", "role": "user",
+                                       "content": [{"type": "input_text",
+                                                    "text": "word " * 200}]}]})
+        assert status == 400 and "context window" in json.loads(text)["error"]["message"]
+        logged = server.requests()
+    assert [e.status for e in logged] == [200, 400, 400]
+    assert logged[1].error == "over the context window"
+    assert logged[0].answered_s >= logged[0].received_s > 0
+
+
 def _responses(*items: dict[str, Any]) -> dict[str, Any]:
     return {"model": "gpt", "stream": True, "tools": FUNCTIONS,
             "input": [{"type": "message", "role": "user",

@@ -9,31 +9,18 @@ where they fail.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-
-import pytest
 
 from osiris.core.tokens import default_counter
 from osiris.harness.clients.configs import OSIRIS, install
 from osiris.harness.clients.heads import Neutraliser, measure_head
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Tools, Workspace, run_client
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
 from osiris.harness.model_script import FinalText, ScriptedTurns, ToolCall, tool_results
 from osiris.harness.model_server import ModelServer
-from tests.conftest import REPO
+from tests.harness.real_clients import TOOLS, require_client
 
-TOOLS = Tools.of_repo(REPO)
 # The shell computes the answer, so only a command that really ran can produce it.
 COMMAND = "printf 'osiris-%s\\n' $((6 * 7))"
-
-
-def _require(client: str) -> None:
-    if not TOOLS.missing([client]):
-        return
-    message = f"{TOOLS.client(client)} not installed: run .ci/install-node-tools"
-    if os.environ.get("TEST_REQUIRE_NODE_TOOLS") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def _session(client: str, call: ToolCall, workspace: Workspace,
@@ -47,14 +34,14 @@ def _session(client: str, call: ToolCall, workspace: Workspace,
 
 
 def test_claude_code_sends_the_bash_result_to_the_model(tmp_path: Path) -> None:
-    _require(CLAUDE_CODE)
+    require_client(CLAUDE_CODE)
     workspace = Workspace(tmp_path / "cc").reset(CLAUDE_CODE)
     results = _session(CLAUDE_CODE, ToolCall("Bash", {"command": COMMAND}), workspace)
     assert results == [[], ["osiris-42"]]
 
 
 def test_codex_sends_the_exec_command_result_to_the_model(tmp_path: Path) -> None:
-    _require(CODEX)
+    require_client(CODEX)
     workspace = Workspace(tmp_path / "cx").reset(CODEX)
     results = _session(CODEX, ToolCall("exec_command", {"cmd": COMMAND}), workspace,
                        ("-m", "gpt-5-codex"))
@@ -68,7 +55,7 @@ def test_codex_sends_the_exec_command_result_to_the_model(tmp_path: Path) -> Non
 
 def test_claude_code_with_osiris_installed_lists_its_tools_by_name_only(
         tmp_path: Path) -> None:
-    _require(CLAUDE_CODE)
+    require_client(CLAUDE_CODE)
     workspace = Workspace(tmp_path / "cc").reset(CLAUDE_CODE)
     install(OSIRIS, CLAUDE_CODE, workspace, TOOLS)
     with ModelServer(ScriptedTurns([FinalText("Done.")])) as server:

@@ -8,6 +8,12 @@
   client adds to the messages, in tokens and bytes.
 * :mod:`.behaviour` — how each client cuts what its tools return (Read's caps, Bash's
   persisted output, Codex's truncation), found by scripted calls and bisection.
+* :mod:`.workspaces` — the source tree of a trace (``datasets/workspaces/``), unpacked
+  into a fresh git repository.
+* :mod:`.trace_script` — a real trace played by the scripted model, needs kept or
+  retrieved with the client's own tools by the visible rule.
+* :mod:`.sessions` — ``osiris bench clients``: every trace in its client and every
+  configuration, measured from the request bodies.
 
 ``python -m osiris.harness.client_heads`` runs all of it and writes
 ``osiris/harness/data/client_heads.json``. (Not to be confused with

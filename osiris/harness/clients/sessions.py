@@ -1,0 +1,523 @@
+"""``osiris bench clients``: the real traces replayed inside the real clients.
+
+Each tielec trace with a workspace (``datasets/workspaces/``) runs in the client that
+produced it (Claude Code traces in Claude Code 2.1.328, Codex traces in Codex 0.169.0),
+once per configuration (:mod:`.configs`: the bare client, OSIRIS installed by ``osiris
+install``, context-mode installed its own way), the model played by
+:class:`~osiris.harness.clients.trace_script.TraceScript`. Everything is measured from
+the request bodies the client sent (:func:`measure`):
+
+* tokens of every prompt (system, tool definitions, messages; cl100k after
+  :class:`~osiris.harness.clients.heads.Neutraliser` fixed dates, scratch paths, random
+  ids and ``ls -l`` times), cumulative over the session, and of the tool results alone;
+* billed cost under each cost model, by the prompt-cache simulator fed with the
+  client's own segments and its own ``cache_control`` breakpoints (Codex sets none: the
+  OpenAI models match any prefix); turns are :data:`TURN_SPACING_S` apart, as in the
+  replay, so the figures do not depend on the machine's speed;
+* the first prompt's head (system + tool definitions + added parts) and whether MCP
+  tools were deferred behind tool search;
+* needs kept, retrieved, lost and absent; extra calls; calls that failed;
+* the client's time between answering a tool call and sending the next prompt (its
+  tool, its hooks): per configuration, the median over calls of the difference to the
+  bare client's same call is the time the configuration adds to a tool call.
+
+Rows go to ``clients_sessions`` and ``clients_turns`` Parquet tables; :func:`render`
+writes the table that leads ``reports/BENCHMARK.md`` and the README.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from osiris.core.cache_sim import Prompt, Segment, simulate
+from osiris.core.cost_models import CostModel, default_cost_models
+from osiris.core.tokens import TokenCounter, default_counter
+from osiris.harness.clients.configs import BARE, CONFIGURATIONS, InstallError, install
+from osiris.harness.clients.heads import Neutraliser, measure_head
+from osiris.harness.clients.run import (
+    CLAUDE_CODE,
+    CODEX,
+    VERSIONS,
+    ClientRun,
+    Tools,
+    Workspace,
+    run_client,
+)
+from osiris.harness.clients.trace_script import (
+    COMPACT_MARKER,
+    PathMap,
+    TraceScript,
+    plan,
+    summaries_of,
+)
+from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
+from osiris.harness.model_script import (
+    ANTHROPIC,
+    ModelRequest,
+    is_agent_turn,
+    last_user_text,
+    prompt_text,
+    results_by_id,
+)
+from osiris.harness.model_server import ModelServer
+from osiris.harness.traces import load_trace
+from osiris.harness.workloads import session_from_trace
+
+ROOT = Path("/tmp/osiris-bench-clients")  # noqa: S108 - fixed on purpose (see below)
+"""Scratch root of every session, the same on every machine and run: the paths reach the
+prompts, and OSIRIS's refs are content hashes of outputs that name them, so a random
+root would change token counts the neutraliser cannot fix. One run at a time holds it
+(:func:`run_all` takes a lock)."""
+SESSION_TIMEOUT_S = 1800.0
+TURN_SPACING_S = 20.0
+CLIENT_OF_FORMAT = {"claude-code": CLAUDE_CODE, "codex-cli": CODEX}
+MODEL_OF_CLIENT = {CLAUDE_CODE: "claude-sonnet-4-5-20250929", CODEX: "gpt-5-codex"}
+COST_MODEL_OF_CLIENT = {CLAUDE_CODE: "anthropic-5m", CODEX: "openai-auto"}
+OSIRIS_NOTE = "hook additional context: OSIRIS"
+"""How Claude Code frames the text an OSIRIS hook added to a tool result."""
+CONTEXT_WINDOW = {CLAUDE_CODE: 200_000, CODEX: 272_000}
+"""The model's input window (claude-sonnet-4-5: 200k; gpt-5-codex: 272k input), in the
+project's count: the scripted model refuses a longer prompt as the provider does, and
+the client compacts. Claude Code 2.1.328 does not compact on its own against this
+endpoint (it did not up to 662k tokens); refused, it compacts and goes on."""
+QUICK_SESSION = "codex-cli__tielec-ai-workflow-agent/issue-119/01_requirements/review"
+_LS_TIME = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
+                      r"(?:\d\d:\d\d| \d{4})\b")
+_NPM_LOG = re.compile(r"\d{4}-\d\d-\d\dT\d\d_\d\d_\d\d_\d+Z")
+_TOKENS_LEFT = re.compile(r"<total_tokens>\d+ tokens left</total_tokens>")
+"""Claude Code 2.1 tells the model its remaining token budget in tool results; the
+number follows the usage the scripted model reports, so it is fixed (its size varies
+by a token at most)."""
+
+
+@dataclass
+class Measured:
+    """One session in one configuration."""
+
+    session: str
+    client: str
+    configuration: str
+    status: str
+    """``ok``, ``exit N``, ``timed out``, or ``not installed: …``."""
+    seconds: float = 0.0
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+def neutraliser(workspace: Workspace, repo: Path) -> Neutraliser:
+    """What changes between runs of one session, fixed (module docstring). Claude Code
+    also names a folder after the working directory with ``/`` turned into ``-``."""
+    literals = {}
+    for path, stand_in in ((str(workspace.root), "/scratch"), (str(repo.resolve()), "/repo")):
+        literals[path] = stand_in
+        literals[path.replace("/", "-")] = stand_in.replace("/", "-")
+    return Neutraliser(literals)
+
+
+_MODIFIED = re.compile(r"(\[This command modified \d+ files? you've previously read: )"
+                       r"([^\]]*?)(\. Call Read before editing\.\])")
+"""Claude Code lists the files a command changed in whatever order it noticed them."""
+
+
+def _fixed(neutralise: Neutraliser, text: str) -> str:
+    text = neutralise(text)
+    text = _MODIFIED.sub(lambda m: m[1] + ", ".join(sorted(m[2].split(", "))) + m[3], text)
+    text = _LS_TIME.sub("Jan  1 00:00", text)
+    text = _TOKENS_LEFT.sub("<total_tokens>15000000 tokens left</total_tokens>", text)
+    return _NPM_LOG.sub("2026-01-01T00_00_00_000Z", text)
+
+
+def segments(body: Mapping[str, Any], api: str) -> list[tuple[str, bool]]:
+    """The prompt's pieces in order, each with whether a cache breakpoint follows it:
+    system blocks, the tool definitions, then every message block (Anthropic) or input
+    item (OpenAI)."""
+    out: list[tuple[str, bool]] = []
+    system = body.get("system" if api == ANTHROPIC else "instructions")
+    for block in system if isinstance(system, list) else [system] if system else []:
+        text = block.get("text", "") if isinstance(block, dict) else str(block)
+        out.append((text, isinstance(block, dict) and "cache_control" in block))
+    tools = body.get("tools")
+    if isinstance(tools, list) and tools:
+        marked = any(isinstance(t, dict) and "cache_control" in t for t in tools)
+        out.append((json.dumps(tools, separators=(",", ":"), ensure_ascii=False), marked))
+    for message in body.get("messages" if api == ANTHROPIC else "input") or []:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if api == ANTHROPIC and isinstance(content, list):
+            for block in content:
+                text = prompt_text({"messages": [block]}) if isinstance(block, dict) else ""
+                out.append((text, isinstance(block, dict) and "cache_control" in block))
+        else:
+            out.append((prompt_text({"messages": [message]}), "cache_control" in message))
+    return out
+
+
+class _Counts:
+    """Token counts of neutralised texts, each distinct text counted once."""
+
+    def __init__(self, counter: TokenCounter, neutralise: Neutraliser) -> None:
+        self.counter, self.neutralise = counter, neutralise
+        self._memo: dict[str, tuple[str, int]] = {}
+
+    def __call__(self, text: str) -> tuple[str, int]:
+        """(content key, tokens) of ``text`` after neutralising."""
+        found = self._memo.get(text)
+        if found is None:
+            fixed = _fixed(self.neutralise, text)
+            found = (hashlib.sha256(fixed.encode("utf-8")).hexdigest(),
+                     self.counter.count(fixed))
+            self._memo[text] = found
+        return found
+
+
+def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
+            models: Sequence[CostModel]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per-turn rows and the session's figures from what the client sent."""
+    turns: list[dict[str, Any]] = []
+    prompts: list[Prompt] = []
+    answered: dict[str, float] = {}  # call id -> when the tool call was answered
+    logged = [e for e in run.requests if e.api is not None and isinstance(e.body, dict)
+              and not e.path.endswith("/count_tokens") and e.status == 200]
+    for e in logged:
+        if e.action and e.action.get("call_id"):
+            answered[str(e.action["call_id"])] = e.answered_s
+    received: set[str] = set()
+    notes = 0
+    for index, entry in enumerate(logged):
+        request = ModelRequest(entry.index, str(entry.api), entry.path, entry.body)
+        pieces = [(counts(text), mark) for text, mark in segments(entry.body, request.api)]
+        tokens = sum(c[1] for c, _ in pieces)
+        results = results_by_id(request)
+        kind = ("compaction" if COMPACT_MARKER in last_user_text(request) else
+                "agent" if is_agent_turn(request) else "side")
+        fresh = [cid for cid in results if cid in answered and cid not in received]
+        received.update(fresh)
+        notes += sum(1 for cid in fresh if OSIRIS_NOTE in results[cid][0])
+        gap = (round((entry.received_s - max(answered[c] for c in fresh)) * 1000, 1)
+               if kind == "agent" and fresh else None)
+        action = entry.action or {}
+        turns.append({"turn": index, "kind": kind, "prompt_tokens": tokens,
+                      "tool_result_tokens": sum(counts(t)[1] for t, _ in results.values()),
+                      "tool_results": len(results),
+                      "cache_breakpoints": sum(1 for _, mark in pieces if mark),
+                      "answered_with": action.get("tool") or ("text" if action else None),
+                      "call_id": action.get("call_id"), "gap_ms": gap})
+        prompts.append(Prompt(index * TURN_SPACING_S, tuple(
+            Segment(key, n, mark) for (key, n), mark in pieces)))
+    kinds = {e["call_id"]: e["kind"] for e in script.events if e.get("call_id")}
+    for turn in turns:
+        turn["call_kind"] = kinds.get(turn["call_id"]) if turn["call_id"] else None
+    outcomes = [s.outcome for s in script.needs]
+    trace_events = [e for e in script.events if e["kind"] == "trace"]
+    row: dict[str, Any] = {
+        "requests": len(turns), "agent_turns": sum(t["kind"] == "agent" for t in turns),
+        "side_requests": sum(t["kind"] == "side" for t in turns),
+        "compaction_requests": sum(t["kind"] == "compaction" for t in turns),
+        "cumulative_input_tokens": sum(t["prompt_tokens"] for t in turns),
+        "final_prompt_tokens": turns[-1]["prompt_tokens"] if turns else 0,
+        "peak_prompt_tokens": max((t["prompt_tokens"] for t in turns), default=0),
+        "first_prompt_tokens": turns[0]["prompt_tokens"] if turns else 0,
+        "tool_result_tokens": sum(t["tool_result_tokens"] for t in turns),
+        "cache_breakpoints": sum(t["cache_breakpoints"] for t in turns),
+        "needs_total": sum(o != "absent" for o in outcomes),
+        "needs_kept": outcomes.count("kept"), "needs_retrieved": outcomes.count("retrieved"),
+        "needs_lost": outcomes.count("lost"), "needs_absent": outcomes.count("absent"),
+        "needs_pending": outcomes.count("pending"),
+        "needs": json.dumps([s.as_row() for s in script.needs], sort_keys=True),
+        "trace_calls": len(trace_events),
+        "extra_calls": sum(e["kind"] == "retrieval" for e in script.events),
+        "failed_calls": sum(bool(e.get("is_error")) for e in trace_events),
+        "unanswered_calls": sum("is_error" not in e for e in trace_events),
+        "skipped_calls": sum(e["kind"] == "skipped" for e in script.events),
+        "gaps_ms": json.dumps([t["gap_ms"] for t in turns if t["gap_ms"] is not None]),
+        "osiris_hook_notes": notes,
+        "refused_requests": sum(1 for e in run.requests if e.error == "over the context window"),
+    }
+    first = next((ModelRequest(e.index, str(e.api), e.path, e.body) for e in logged
+                  if is_agent_turn(ModelRequest(e.index, str(e.api), e.path, e.body))), None)
+    if first is not None:
+        head = measure_head(first, prompt, counts.counter,
+                            counts.neutralise)
+        row.update(head_tokens=head.total.tokens, head_tool_definition_tokens=head.tools.tokens,
+                   mcp_tools_defined=len(head.mcp_tools_defined),
+                   mcp_tools_deferred=head.mcp_tools_deferred)
+    for model in models:
+        billed = simulate(prompts, model)
+        row[f"billed_cost_{model.name}"] = round(sum(t.cost_usd for t in billed), 8)
+        row[f"cache_read_tokens_{model.name}"] = sum(t.cache_read_tokens for t in billed)
+    row["cost_model_version"] = models[0].version if models else ""
+    return turns, row
+
+
+def client_of(trace_rel: Path) -> str | None:
+    """The live client of a trace (by its dataset folder), None for other agents."""
+    return CLIENT_OF_FORMAT.get(trace_rel.parts[0].split("__", 1)[0])
+
+
+def task_prompt(trace_path: Path, fallback: str) -> str:
+    """What the user typed: ``prompt.txt`` beside the log, verbatim (Claude Code
+    attaches its ``@`` mentions itself), else the imported task prompt."""
+    beside = trace_path.parent / "prompt.txt"
+    if beside.exists():
+        return beside.read_bytes().decode("utf-8", errors="replace")
+    return fallback
+
+
+def run_session(trace_path: Path, traces_dir: Path, tarball: Path, configuration: str, *,
+                tools: Tools, repo: Path, root: Path = ROOT,
+                timeout_s: float = SESSION_TIMEOUT_S,
+                models: Sequence[CostModel] = (), counter: TokenCounter | None = None
+                ) -> Measured:
+    """One trace in one configuration of its client, measured."""
+    rel = trace_path.relative_to(traces_dir)
+    name = str(rel.parent)
+    client = client_of(rel)
+    if client is None:
+        raise ValueError(f"{rel}: no real client for this trace")
+    trace = load_trace(trace_path)
+    session = session_from_trace(trace, str(rel), str(trace_path))
+    workspace = Workspace(root / client).reset(client)
+    unpack(tarball, workspace.project, includes=trace_path.parent / "prompt_includes")
+    started = time.monotonic()
+    try:
+        installed = install(configuration, client, workspace, tools)
+    except (InstallError, OSError) as exc:
+        return Measured(name, client, configuration, f"not installed: {exc}"[:400])
+    prompt = task_prompt(trace_path, session.task_prompt)
+    paths = PathMap(str(trace.meta.get("cwd") or "") or None, workspace.project,
+                    workspace.tmp)
+    script = TraceScript(client, plan(session, client, paths), session, paths,
+                         summaries=summaries_of(session),
+                         final_text=session.final_text or "Done.")
+    model_args = ("--model", MODEL_OF_CLIENT[client]) if client == CLAUDE_CODE else (
+        "-m", MODEL_OF_CLIENT[client])
+    with ModelServer(script, context_window=CONTEXT_WINDOW[client]) as server:
+        run = run_client(client, server, workspace, prompt, tools=tools, timeout_s=timeout_s,
+                         extra_args=(*installed.extra_args, *model_args))
+    status = ("timed out" if run.timed_out else "ok" if run.returncode == 0
+              else f"exit {run.returncode}")
+    counts = _Counts(counter or default_counter(), neutraliser(workspace, repo))
+    turns, row = measure(run, script, prompt, counts, models or default_cost_models().models)
+    row.update(session=name, client=client, client_version=VERSIONS[client],
+               model=MODEL_OF_CLIENT[client], configuration=configuration, status=status,
+               seconds=round(time.monotonic() - started, 1),
+               installed_by=" && ".join(installed.commands),
+               stderr_tail=_fixed(counts.neutralise, run.stderr[-2000:]),
+               neutralised=json.dumps(dict(sorted(counts.neutralise.replaced.items()))),
+               planned_calls=len(script.calls))
+    for turn in turns:
+        turn.update(session=name, client=client, configuration=configuration)
+    return Measured(name, client, configuration, status, row["seconds"], turns, row)
+
+
+def run_all(repo: Path, *, quick: bool = False, configurations: Sequence[str] = CONFIGURATIONS,
+            say: Callable[[str], None] = lambda _m: None, root: Path = ROOT
+            ) -> list[Measured]:
+    """Every trace with a workspace, in its own client, in every configuration."""
+    traces_dir = repo / "datasets" / "traces"
+    tools = Tools.of_repo(repo)
+    found = traces_with_workspaces(traces_dir, repo / "datasets" / "workspaces")
+    if quick:
+        found = [(t, w) for t, w in found if QUICK_SESSION in str(t)]
+    counter = default_counter()
+    out: list[Measured] = []
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"{root} is in use by another `osiris bench clients`: wait "
+                               "for it to finish") from None
+        _run_found(found, traces_dir, tools, configurations, say, root, counter, out, repo)
+    return out
+
+
+def _run_found(found: list[tuple[Path, Path]], traces_dir: Path, tools: Tools,
+               configurations: Sequence[str], say: Callable[[str], None], root: Path,
+               counter: TokenCounter, out: list[Measured], repo: Path) -> None:
+    for trace_path, tarball in found:
+        client = client_of(trace_path.relative_to(traces_dir))
+        if client is None:
+            continue
+        missing = tools.missing([client])
+        for configuration in configurations:
+            name = str(trace_path.relative_to(traces_dir).parent)
+            if missing:
+                out.append(Measured(name, client, configuration,
+                                    f"not installed: {tools.client(client)} is missing "
+                                    "(run .ci/install-node-tools)"))
+                continue
+            say(f"clients: {name} in {client} ({configuration})")
+            measured = run_session(trace_path, traces_dir, tarball, configuration,
+                                   tools=tools, repo=repo, root=root, counter=counter)
+            say(f"clients: {measured.status} in {measured.seconds:.0f} s, "
+                f"{measured.row.get('cumulative_input_tokens', 0):,} tokens")
+            out.append(measured)
+
+
+def session_rows(measured: Iterable[Measured]) -> list[dict[str, Any]]:
+    """One row per session × configuration, with gains against the bare client and the
+    time added per tool call (median of paired differences to the bare client's)."""
+    rows = [{"session": m.session, "client": m.client, "configuration": m.configuration,
+             "status": m.status, "seconds": m.seconds, **m.row} for m in measured]
+    bare = {r["session"]: r for r in rows if r["configuration"] == BARE and r["status"] == "ok"}
+    for row in rows:
+        base = bare.get(row["session"])
+        ok = row["status"] == "ok" and base is not None
+        for measure_name in ("cumulative_input_tokens", "tool_result_tokens",
+                             *[k for k in row if k.startswith("billed_cost_")]):
+            value, reference = row.get(measure_name), base.get(measure_name) if base else None
+            row[f"net_gain_{measure_name}"] = (round(1 - value / reference, 6)
+                                               if ok and value is not None and reference
+                                               else None)
+        gaps = json.loads(row.get("gaps_ms") or "[]")
+        row["median_gap_ms"] = statistics.median(gaps) if gaps else None
+        base_gaps = json.loads(base.get("gaps_ms") or "[]") if base else []
+        paired = [a - b for a, b in zip(gaps, base_gaps, strict=False)]
+        row["added_ms_per_call"] = (round(statistics.median(paired), 1)
+                                    if ok and paired and row["configuration"] != BARE else None)
+    return rows
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:+.2f}%"
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """The real-client section (Markdown): per session, then pooled per client."""
+    if not rows:
+        return ("## Inside the real clients\n\nNot measured in this run "
+                "(`osiris bench clients`).\n")
+    lines = ["## Inside the real clients", "",
+             "Each tielec trace replayed inside the client that produced it — the real "
+             "binaries (" + ", ".join(f"{c} {VERSIONS[c]}" for c in (CLAUDE_CODE, CODEX))
+             + "), offline against the scripted model (`osiris/harness/clients/`): the "
+             "model issues the trace's tool calls in order in the trace's workspace "
+             "(`datasets/workspaces/`), retrieves a need the prompt no longer shows with the "
+             "client's own tools by the visible rule, and every figure is counted from the "
+             "request bodies the client sent (cl100k, dates, scratch paths, random ids and "
+             "`ls -l` times neutralised). *vs bare* is the gain against the bare client "
+             "(negative: more tokens); *added ms* is the median, over tool calls, of the "
+             "client's time between the tool call and its next prompt minus the bare "
+             "client's for the same call (its hooks, mostly).", "",
+             "| session | client | configuration | status | prompts | cumulative input | "
+             "vs bare | cost | vs bare (cost) | tool results | head | needs kept | "
+             "extra calls | failed calls | added ms per call |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if not str(r["status"]).startswith(("ok", "exit", "timed")):
+            lines.append(f"| {r['session']} | {r['client']} | {r['configuration']} | "
+                         f"{r['status']} | | | | | | | | | | | |")
+            continue
+        model = COST_MODEL_OF_CLIENT[r["client"]]
+        needs = r["needs_total"]
+        kept = r["needs_kept"] + r["needs_retrieved"]
+        added = r.get("added_ms_per_call")
+        lines.append(
+            f"| {r['session']} | {r['client']} | {r['configuration']} | {r['status']} | "
+            f"{r['requests']} | {r['cumulative_input_tokens']:,} | "
+            f"{_pct(r.get('net_gain_cumulative_input_tokens'))} | "
+            f"${r[f'billed_cost_{model}']:.4f} ({model}) | "
+            f"{_pct(r.get(f'net_gain_billed_cost_{model}'))} | {r['tool_result_tokens']:,} | "
+            f"{r.get('head_tokens', 0):,} | {kept}/{needs} | {r['extra_calls']} | "
+            f"{r['failed_calls']} | {'—' if added is None else f'{added:+,.0f}'} |")
+    fixed: dict[str, int] = {}
+    for r in rows:
+        for kind, count in json.loads(r.get("neutralised") or "{}").items():
+            fixed[kind] = fixed.get(kind, 0) + int(count)
+    refused = sum(int(r.get("refused_requests") or 0) for r in rows)
+    compactions = sum(int(r.get("compaction_requests") or 0) for r in rows)
+    lines += ["", "Pooled over the sessions every configuration ran:", "", *pooled(rows), "",
+              "What changes from run to run was fixed before counting: "
+              + ", ".join(f"{kind} ×{count:,}" for kind, count in sorted(fixed.items()))
+              + " (plus `ls -l` times and Claude Code's remaining-token notes); the scratch "
+              "root is the same path on every run, because OSIRIS's refs hash outputs that "
+              f"name it. The scripted model refuses a prompt over the model's window as the "
+              f"provider does ({CONTEXT_WINDOW[CLAUDE_CODE]:,} tokens for Claude Code, "
+              f"{CONTEXT_WINDOW[CODEX]:,} for Codex): {refused} prompts were refused and the "
+              f"client compacted ({compactions} compaction requests, answered with the "
+              "trace's own summaries); Claude Code 2.1.328 does not compact on its own "
+              "against this endpoint.", "",
+              *shares(rows), "",
+              "OSIRIS has no routing feature to switch on or off at this commit (its hooks "
+              "only observe), so it runs in one configuration; each routing feature will "
+              "get a configuration of its own. The scripted model follows the trace, not "
+              "an installed tool's advice: savings that depend on the model choosing a "
+              "tool's own commands (context-mode's `ctx_execute`, OSIRIS's `osiris_recall` "
+              "on a ref) are not measured here, and no OSIRIS ref reaches these prompts.",
+              ""]
+    return "\n".join(lines)
+
+
+def shares(rows: list[dict[str, Any]]) -> list[str]:
+    """What each configuration adds to the first prompt, and how its MCP tools arrive."""
+    out = ["| client | configuration | first prompt (median) | vs bare | MCP tool definitions "
+           "| hook texts in tool results |", "|---|---|---|---|---|---|"]
+    for client in (CLAUDE_CODE, CODEX):
+        ok = [r for r in rows if r["client"] == client and r["status"] == "ok"]
+        bare = [r["first_prompt_tokens"] for r in ok if r["configuration"] == BARE]
+        for configuration in CONFIGURATIONS:
+            mine = [r for r in ok if r["configuration"] == configuration]
+            if not mine:
+                continue
+            first = statistics.median(r["first_prompt_tokens"] for r in mine)
+            delta = first - statistics.median(bare) if bare else None
+            defined = max(int(r.get("mcp_tools_defined") or 0) for r in mine)
+            deferred = any(r.get("mcp_tools_deferred") for r in mine)
+            how = ("none" if configuration == BARE else "deferred (names only, behind tool "
+                   "search)" if deferred else f"{defined} sent in full" if defined else
+                   "sent in full")
+            notes = sum(int(r.get("osiris_hook_notes") or 0) for r in mine)
+            out.append(f"| {client} | {configuration} | {first:,.0f} | "
+                       f"{'—' if delta is None else f'{delta:+,.0f}'} | {how} | "
+                       f"{notes if configuration == 'osiris' else '—'} |")
+    return out
+
+
+def pooled(rows: list[dict[str, Any]]) -> list[str]:
+    """Totals per client and configuration over the sessions every configuration ran."""
+    out = ["| client | configuration | sessions | cumulative input | vs bare | cost | "
+           "vs bare (cost) | needs kept | extra calls | added ms per call (median) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for client in (CLAUDE_CODE, CODEX):
+        mine = [r for r in rows if r["client"] == client]
+        sessions = sorted({r["session"] for r in mine})
+        complete = [s for s in sessions if all(
+            any(r["session"] == s and r["configuration"] == c and r["status"] == "ok"
+                for r in mine) for c in CONFIGURATIONS if any(
+                r["configuration"] == c for r in mine))]
+        if not complete:
+            continue
+        model = COST_MODEL_OF_CLIENT[client]
+        base_tokens = sum(r["cumulative_input_tokens"] for r in mine
+                          if r["configuration"] == BARE and r["session"] in complete)
+        base_cost = sum(r[f"billed_cost_{model}"] for r in mine
+                        if r["configuration"] == BARE and r["session"] in complete)
+        for configuration in CONFIGURATIONS:
+            chosen = [r for r in mine if r["configuration"] == configuration
+                      and r["session"] in complete]
+            if not chosen:
+                continue
+            tokens = sum(r["cumulative_input_tokens"] for r in chosen)
+            cost = sum(r[f"billed_cost_{model}"] for r in chosen)
+            kept = sum(r["needs_kept"] + r["needs_retrieved"] for r in chosen)
+            total = sum(r["needs_total"] for r in chosen)
+            added = [r["added_ms_per_call"] for r in chosen
+                     if r.get("added_ms_per_call") is not None]
+            out.append(
+                f"| {client} | {configuration} | {len(chosen)} | {tokens:,} | "
+                f"{_pct(1 - tokens / base_tokens if base_tokens else None)} | ${cost:.4f} | "
+                f"{_pct(1 - cost / base_cost if base_cost else None)} | {kept}/{total} | "
+                f"{sum(r['extra_calls'] for r in chosen)} | "
+                f"{f'{statistics.median(added):+,.0f}' if added else '—'} |")
+    return out

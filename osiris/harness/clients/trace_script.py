@@ -1,0 +1,437 @@
+"""A real trace played by the scripted model inside a real client, honestly.
+
+:func:`plan` turns an imported session (:func:`osiris.harness.workloads.session_from_trace`,
+needs derived by its mechanical rule) into the calls the model will issue, in the
+trace's order, with the trace's working directory mapped onto the unpacked workspace
+(:class:`PathMap`) and each tool named as the live client names it (Claude Code keeps its
+tool names; a Codex ``shell`` call becomes ``exec_command``). Calls that cannot be
+replayed offline are skipped and recorded: ``WebFetch``/``WebSearch`` (the network), a
+Claude Code ``Task`` (a sub-agent's own conversation), and Codex ``apply_patch`` (the
+``exec --json`` log keeps only the paths a patch changed, not the patch).
+
+:class:`TraceScript` is the model. Before each call that uses needs (and before the
+final answer) it looks at the prompt it has just received:
+
+* a need whose string is in that prompt is **kept**;
+* a need the live run never produced is **absent** and left out of every count: its
+  source call's result did not show it, the result was not cut by the client, and for
+  a file the file did not hold it when it was read — the workspace differs from the
+  agent's (npm runs offline, tests fail differently), the same way in every
+  configuration;
+* any other need must be **retrieved** with the tools the configuration really offers,
+  choosing the query by the ``visible`` rule (:func:`osiris.harness.retrieval.query_for`:
+  the longest substring of the need, at least 4 characters, visible in that prompt): a
+  file (a ``Read``, an edit, a persisted Bash output) is searched with ``Grep`` (Codex:
+  ``grep -n -F``), then paged with ``Read`` offset/limit (Codex: ``sed -n``) in
+  :data:`~osiris.harness.retrieval.WINDOW_LINES`-line windows; a command's output is
+  searched by running the command again through ``grep -n -F``, then paged through
+  ``sed -n``; a ``Grep``/``Glob`` result by issuing it again. Each retrieval call is
+  counted; after :data:`~osiris.harness.retrieval.MAX_CALLS` calls the need is **lost**.
+
+``osiris_recall`` is not used: at this commit no OSIRIS ref reaches the prompt in
+either client (its hooks only observe), so the ``visible`` rule gives it nothing to ask
+for. A compaction request (Claude Code's "create a detailed summary" prompt) is answered
+with the summary the trace's own model wrote at that point (in order), else a fixed
+line. Side queries (no tools offered) get ``OK``. The script is stateful (a compaction
+rewrites the history, so the step cannot be read off the request) and thread-safe.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX
+from osiris.harness.model_script import (
+    ANTHROPIC,
+    Action,
+    FinalText,
+    ModelRequest,
+    ToolCall,
+    is_agent_turn,
+    last_user_text,
+    prompt_text,
+    results_by_id,
+)
+from osiris.harness.retrieval import MAX_CALLS, WINDOW_LINES, query_for
+from osiris.harness.workloads import Need, Session
+
+SKIPPED_TOOLS = {
+    "WebFetch": "needs the network", "WebSearch": "needs the network",
+    "Task": "a sub-agent runs its own model conversation",
+    "apply_patch": "the exec --json log keeps only the paths a patch changed",
+}
+COMPACT_MARKER = "Your task is to create a detailed summary of the conversation so far"
+"""How Claude Code 2.1.328 asks for a compaction summary (its own prompt text)."""
+FALLBACK_SUMMARY = "Summary: the session read the task's files and is continuing it."
+CUT_MARKERS = ("<persisted-output>", "chars truncated…", "tokens truncated…",
+               "characters truncated]")
+"""How each client marks an output it cut (Claude Code persists big Bash outputs;
+Codex keeps head and tail; the traces' own Claude Code 2.0 cut Bash in place)."""
+_SAVED_TO = re.compile(r"(?:saved to|Full output saved to):?\s*(/\S+)", re.IGNORECASE)
+MAX_EXTRA_TURNS = 400
+"""A hard bound on model turns beyond the plan (retrievals), so a run always ends."""
+
+
+@dataclass(frozen=True)
+class PathMap:
+    """Maps the trace's working directory (and its ``/tmp``) onto the workspace."""
+
+    cwd: str | None
+    project: Path
+    tmp: Path
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        return value
+
+    def text(self, text: str) -> str:
+        """One string mapped: the cwd first, then other ``/tmp/`` paths."""
+        marker = "\x00project\x00"
+        if self.cwd:
+            text = text.replace(self.cwd.rstrip("/"), marker)
+        text = re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
+        return text.replace(marker, str(self.project))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One call of the trace, as the live model will issue it."""
+
+    step: int
+    tool: str
+    input: Mapping[str, Any] | str
+    trace_tool: str
+    skip: str | None = None
+    """Why the call is not replayed (None: it is)."""
+
+
+def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The live client's tool and input for a trace call (None: not replayable)."""
+    if tool in SKIPPED_TOOLS:
+        return None
+    if client == CODEX:
+        if tool in {"shell", "exec_command", "local_shell"}:
+            command = args.get("command", args.get("cmd"))
+            if isinstance(command, list):
+                command = shlex.join(str(c) for c in command)
+            return ("exec_command", {"cmd": str(command)}) if command else None
+        return None
+    return tool, dict(args)
+
+
+def plan(session: Session, client: str, paths: PathMap) -> list[Planned]:
+    """The trace's calls for ``client`` (see the module docstring)."""
+    calls = []
+    for step in session.steps:
+        live = live_tool(client, step.tool, step.args)
+        if live is None:
+            reason = SKIPPED_TOOLS.get(step.tool, f"{step.tool} has no {client} equivalent")
+            calls.append(Planned(step.i, step.tool, {}, step.tool, skip=reason))
+        else:
+            calls.append(Planned(step.i, live[0], paths(live[1]), step.tool))
+    return calls
+
+
+@dataclass
+class NeedState:
+    """One need, followed through the run."""
+
+    source: int
+    need: Need
+    outcome: str = "pending"
+    """``kept`` · ``retrieved`` · ``lost`` · ``absent`` · ``pending`` (never reached)."""
+    calls: int = 0
+    shown: bool = False
+    cut: bool = False
+    on_disk: bool = False
+    file: str | None = None
+    """Where it can be searched (the source's file, or the file a cut output was saved
+    to); None: the source is a command or a search."""
+
+    def as_row(self) -> dict[str, Any]:
+        """The need for the data file (its text only as a size: it is the vendor's)."""
+        return {"source_step": self.source, "use_step": self.need.use_step,
+                "kind": self.need.kind, "chars": len(self.need.text),
+                "outcome": self.outcome, "calls": self.calls, "shown": self.shown,
+                "cut": self.cut}
+
+
+@dataclass
+class _Retrieval:
+    state: NeedState
+    query: str | None
+    page: int = 0
+    searched: bool = False
+
+
+@dataclass
+class TraceScript:
+    """The model of one session (module docstring)."""
+
+    client: str
+    calls: list[Planned]
+    session: Session
+    paths: PathMap
+    summaries: list[str] = field(default_factory=list)
+    final_text: str = "Done."
+    needs: list[NeedState] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """Every action taken: ``{"n", "kind", "step", "tool", "call_id", "is_error"}``."""
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cursor = 0
+        self._n = 0
+        self._issued: dict[str, dict[str, Any]] = {}  # call id -> event
+        self._texts: dict[str, str] = {}  # call id -> the result the model got
+        self._by_source: dict[int, list[NeedState]] = {}
+        self._due: dict[int, list[NeedState]] = {}
+        for source, need in self.session.needs:
+            state = NeedState(source, need)
+            self.needs.append(state)
+            self._by_source.setdefault(source, []).append(state)
+            self._due.setdefault(need.use_step, []).append(state)
+        self._retrieval: _Retrieval | None = None
+        self._queue: list[NeedState] = []
+        self._summaries = list(self.summaries)
+        self._last: tuple[Any, Action] | None = None
+        self._agent_turns = 0
+        self.compaction_requests = 0
+        self.side_requests = 0
+
+    # -- the Script protocol -----------------------------------------------------------
+    def reply(self, request: ModelRequest) -> Action:
+        with self._lock:
+            return self._reply(request)
+
+    def _reply(self, request: ModelRequest) -> Action:
+        if COMPACT_MARKER in last_user_text(request):
+            self.compaction_requests += 1
+            summary = self._summaries.pop(0) if self._summaries else FALLBACK_SUMMARY
+            # Claude Code asks again, then fails the turn, when the reply has no block.
+            return FinalText(f"<summary>\n{summary}\n</summary>")
+        if not is_agent_turn(request):
+            self.side_requests += 1
+            return FinalText("OK")
+        results = results_by_id(request)
+        items = request.body.get("messages" if request.api == ANTHROPIC else "input") or []
+        signature = (len(items), json.dumps(items[-1:], sort_keys=True, default=str))
+        if self._last is not None and self._last[0] == signature:
+            return self._last[1]  # the same request again (a client retry)
+        self._agent_turns += 1
+        self._learn(results)
+        action = self._next(request, results)
+        self._last = (signature, action)
+        return action
+
+    # -- what the results taught -------------------------------------------------------
+    def _learn(self, results: Mapping[str, tuple[str, bool]]) -> None:
+        for call_id, (text, is_error) in results.items():
+            event = self._issued.get(call_id)
+            if event is None or "is_error" in event:
+                continue
+            event["is_error"] = is_error or _codex_failed(text)
+            event["result_chars"] = len(text)
+            self._texts[call_id] = text
+            if event["kind"] != "trace":
+                continue
+            for state in self._by_source.get(event["step"], []):
+                state.shown = state.need.text in text
+                state.cut = any(marker in text for marker in CUT_MARKERS)
+                saved = _SAVED_TO.search(text) if state.cut else None
+                state.file = saved.group(1) if saved else event.get("file")
+                if state.file:
+                    state.on_disk = state.need.text in _read(state.file)
+
+    # -- the next action ---------------------------------------------------------------
+    def _next(self, request: ModelRequest, results: Mapping[str, tuple[str, bool]]
+              ) -> Action:
+        visible = prompt_text(request.body)
+        if self._retrieval is not None:
+            last = self._retrieval
+            call_id = self._last_call_id()
+            text = results.get(call_id, ("", False))[0] if call_id else ""
+            for state in [last.state, *self._queue]:
+                if state.outcome == "pending" and state.need.text in text:
+                    state.outcome = "retrieved"
+            if last.state.outcome == "pending":
+                follow = self._retrieval_call(last, visible)
+                if follow is not None:
+                    return follow
+                last.state.outcome = "lost"
+            self._retrieval = None
+        while True:
+            self._queue = [s for s in self._queue if s.outcome == "pending"]
+            if self._queue:
+                state = self._queue.pop(0)
+                if state.need.text in visible:
+                    state.outcome = "kept"
+                    continue
+                retrieval = _Retrieval(state, query_for(state.need.text, visible, "visible"))
+                call = self._retrieval_call(retrieval, visible)
+                if call is None:
+                    state.outcome = "lost"
+                    continue
+                self._retrieval = retrieval
+                return call
+            if self._agent_turns > len(self.calls) + MAX_EXTRA_TURNS:
+                return FinalText(self.final_text)
+            step = self.calls[self._cursor].step if self._cursor < len(self.calls) else (
+                len(self.session.steps))
+            due = [s for s in self._due.pop(step, []) if s.outcome == "pending"]
+            if due:
+                for state in due:
+                    if state.need.text in visible:
+                        state.outcome = "kept"
+                    elif not (state.shown or state.cut or state.on_disk):
+                        state.outcome = "absent"
+                self._queue = [s for s in due if s.outcome == "pending"]
+                continue
+            if self._cursor >= len(self.calls):
+                return FinalText(self.final_text)
+            planned = self.calls[self._cursor]
+            self._cursor += 1
+            if planned.skip is not None:
+                self.events.append({"n": None, "kind": "skipped", "step": planned.step,
+                                    "tool": planned.trace_tool, "call_id": None,
+                                    "reason": planned.skip})
+                continue
+            file = planned.input.get("file_path") if isinstance(planned.input, Mapping) \
+                else None
+            return self._issue("trace", planned.step, planned.tool, planned.input,
+                               file=str(file) if file else None)
+
+    def _retrieval_call(self, r: _Retrieval, visible: str) -> ToolCall | None:
+        """The next call that may bring ``r``'s need back, None when there is none."""
+        if r.state.calls >= MAX_CALLS:
+            return None
+        source = self.session.steps[r.state.source]
+        planned = self.calls[r.state.source]
+        if planned.skip is not None:
+            return None
+        call = self._search(r, source.tool, planned) if not r.searched and r.query else None
+        r.searched = True
+        if call is None:
+            call = self._page(r, planned)
+        if call is None:
+            return None
+        r.state.calls += 1
+        return self._issue("retrieval", r.state.source, call[0], call[1])
+
+    def _search(self, r: _Retrieval, tool: str, planned: Planned
+                ) -> tuple[str, dict[str, Any]] | None:
+        assert r.query is not None
+        if r.state.file:
+            if self.client == CLAUDE_CODE:
+                return "Grep", {"pattern": re.escape(r.query), "path": r.state.file,
+                                "output_mode": "content", "-n": True}
+            return "exec_command", {"cmd": f"grep -n -F -e {shlex.quote(r.query)} "
+                                           f"{shlex.quote(r.state.file)}"}
+        command = _command_of(planned)
+        if command is None:
+            return None
+        piped = f"({command}) 2>&1 | grep -n -F -e {shlex.quote(r.query)}"
+        return ("Bash", {"command": piped, "description": "Search the earlier output"}) \
+            if self.client == CLAUDE_CODE else ("exec_command", {"cmd": piped})
+
+    def _page(self, r: _Retrieval, planned: Planned) -> tuple[str, Any] | None:
+        first, last = r.page * WINDOW_LINES + 1, (r.page + 1) * WINDOW_LINES
+        r.page += 1
+        if r.state.file:
+            if first > _line_count(r.state.file):
+                return None
+            if self.client == CLAUDE_CODE:
+                return "Read", {"file_path": r.state.file, "offset": first,
+                                "limit": WINDOW_LINES}
+            return "exec_command", {"cmd": f"sed -n '{first},{last}p' "
+                                           f"{shlex.quote(r.state.file)}"}
+        command = _command_of(planned)
+        if command is None:
+            # A search (Grep, Glob): issue it again, once.
+            return (planned.tool, planned.input) if r.page == 1 else None
+        if r.page > 1 and _empty(self._last_result()):
+            return None  # the previous page was already past the end
+        piped = f"({command}) 2>&1 | sed -n '{first},{last}p'"
+        return ("Bash", {"command": piped, "description": "Page through the earlier output"}
+                ) if self.client == CLAUDE_CODE else ("exec_command", {"cmd": piped})
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def _issue(self, kind: str, step: int, tool: str, payload: Any, *,
+               file: str | None = None) -> ToolCall:
+        self._n += 1
+        call_id = (f"toolu_{self._n:06d}" if self.client == CLAUDE_CODE
+                   else f"call_{self._n:06d}")
+        event: dict[str, Any] = {"n": self._n, "kind": kind, "step": step, "tool": tool,
+                                 "call_id": call_id}
+        if file:
+            event["file"] = file
+        self.events.append(event)
+        self._issued[call_id] = event
+        return ToolCall(tool, payload, call_id)
+
+    def _last_call_id(self) -> str | None:
+        for event in reversed(self.events):
+            if event.get("call_id"):
+                return str(event["call_id"])
+        return None
+
+    def _last_result(self) -> str:
+        for event in reversed(self.events):
+            if event.get("call_id"):
+                return str(self._texts.get(str(event["call_id"]), ""))
+        return ""
+
+    def finish(self) -> None:
+        """Needs never reached (the client stopped early) stay ``pending``."""
+
+
+def _command_of(planned: Planned) -> str | None:
+    payload = planned.input
+    if not isinstance(payload, Mapping):
+        return None
+    command = payload.get("command", payload.get("cmd"))
+    return str(command) if command else None
+
+
+def _empty(text: str) -> bool:
+    """Whether a shell result holds no output (Codex frames it; Claude Code says so)."""
+    body = text.rsplit("Output:\n", 1)[-1].strip()
+    return not body or "no output" in body.lower()
+
+
+def _codex_failed(text: str) -> bool:
+    found = re.search(r"Process exited with code (\d+)", text)
+    return bool(found and found.group(1) != "0")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _line_count(path: str) -> int:
+    return _read(path).count("\n") + 1
+
+
+def summaries_of(session: Session) -> list[str]:
+    """The compaction summaries the trace's model wrote, in order."""
+    return [c.summary for c in session.compactions if c.summary]
+
+
+def needs_json(script: TraceScript) -> str:
+    """The needs' outcomes as one JSON string (for a Parquet cell)."""
+    return json.dumps([s.as_row() for s in script.needs], sort_keys=True)

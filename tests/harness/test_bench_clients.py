@@ -1,0 +1,289 @@
+"""The real-client benchmark: what Claude Code and Codex send the model, with and without
+OSIRIS, and ``osiris bench clients`` end to end.
+
+The short script is the issue's: one large read, one large shell output, one small call,
+played by the scripted model inside the real binary (``.ci/install-node-tools``), bare
+and with OSIRIS installed by ``osiris install``. Without the binaries the tests skip,
+unless TEST_REQUIRE_NODE_TOOLS=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from osiris.harness.clients.configs import BARE, OSIRIS, install
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.clients.sessions import measure, segments
+from osiris.harness.clients.trace_script import PathMap, TraceScript, plan
+from osiris.harness.clients.workspaces import manifest, tarball_for, unpack
+from osiris.harness.model_script import (
+    ANTHROPIC,
+    FinalText,
+    ModelRequest,
+    ScriptedTurns,
+    ToolCall,
+    results_by_id,
+)
+from osiris.harness.model_server import ModelServer
+from osiris.harness.workloads import Need, Session, Step
+from tests.conftest import REPO
+from tests.harness.real_clients import TOOLS, require_client
+
+BIG_LINES = 1200
+"""About 17,000 cl100k tokens: under Claude Code's 25,000-token Read cap, far over Codex's cut."""
+_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
+
+
+def _big_file(project: Path) -> Path:
+    path = project / "big.txt"
+    path.write_text("".join(f"line {i:05d} of the large file the agent reads\n"
+                            for i in range(1, BIG_LINES + 1)), encoding="utf-8")
+    return path
+
+
+def _script(client: str, big: Path) -> list[ToolCall]:
+    large_shell = "seq 1 40000"
+    small = "printf 'osiris-%s\\n' $((6 * 7))"
+    if client == CLAUDE_CODE:
+        return [ToolCall("Read", {"file_path": str(big)}, "toolu_read"),
+                ToolCall("Bash", {"command": large_shell, "description": "numbers"},
+                         "toolu_large"),
+                ToolCall("Bash", {"command": small, "description": "answer"}, "toolu_small")]
+    return [ToolCall("exec_command", {"cmd": f"cat {big}"}, "call_read"),
+            ToolCall("exec_command", {"cmd": large_shell}, "call_large"),
+            ToolCall("exec_command", {"cmd": small}, "call_small")]
+
+
+def _what_reached_the_model(client: str, configuration: str, root: Path
+                            ) -> tuple[dict[str, str], list[ModelRequest]]:
+    workspace = Workspace(root / configuration).reset(client)
+    big = _big_file(workspace.project)
+    installed = install(configuration, client, workspace, TOOLS)
+    calls = _script(client, big)
+    model = ("--model", "claude-sonnet-4-5-20250929") if client == CLAUDE_CODE else (
+        "-m", "gpt-5-codex")
+    with ModelServer(ScriptedTurns([*calls, FinalText("Done.")])) as server:
+        run = run_client(client, server, workspace, "read, list and answer", tools=TOOLS,
+                         timeout_s=180, extra_args=(*installed.extra_args, *model))
+    assert run.returncode == 0, run.describe()
+    last = run.prompts[-1]
+    results = {cid: text for cid, (text, _) in results_by_id(last).items()}
+    assert set(results) == {c.call_id for c in calls}
+    return results, run.prompts
+
+
+@pytest.mark.parametrize("client", [CLAUDE_CODE, CODEX])
+def test_the_same_tool_results_reach_the_model_with_osiris_installed(
+        client: str, tmp_path: Path) -> None:
+    """At this commit OSIRIS changes no output: every result the bare client sent is
+    sent again with OSIRIS installed (which only adds its own text)."""
+    require_client(client)
+    bare, bare_prompts = _what_reached_the_model(client, BARE, tmp_path)
+    with_osiris, osiris_prompts = _what_reached_the_model(client, OSIRIS, tmp_path)
+    read, large, small = (c.call_id for c in _script(client, Path("x")))
+    if client == CLAUDE_CODE:
+        # Read: every line of a file under its 25,000-token cap, numbered.
+        assert "line 00001 of the large file" in bare[read]
+        assert f"line {BIG_LINES:05d} of the large file" in bare[read]
+        # Bash: an output over its persist threshold becomes a preview and a path.
+        assert "<persisted-output>" in bare[large]
+        assert "40000" not in bare[large]
+        assert _REMINDER.sub("", bare[small]).strip() == "osiris-42"
+    else:
+        # Codex cuts a shell output over ~10,000 bytes to its head and tail.
+        assert "line 00001 of the large file" in bare[read]
+        assert "chars truncated" in bare[read] or "tokens truncated" in bare[read]
+        assert "line 00600 of the large file" not in bare[read]
+        assert bare[small].endswith("Output:\nosiris-42\n")
+    for call_id, text in bare.items():
+        kept = _REMINDER.sub("\n", text).strip()
+        kept = re.sub(r"(?m)^(Chunk ID|Wall time): .*$", "", kept)
+        theirs = re.sub(r"(?m)^(Chunk ID|Wall time): .*$", "", with_osiris[call_id])
+        for line in kept.splitlines():
+            if "persisted-output" in line or "tool-results/" in line:
+                continue  # the saved file's name is random
+            assert line in theirs, (call_id, line)
+    # OSIRIS's own share: its MCP server's tools and instructions in the first prompt.
+    first_bare = json.dumps(bare_prompts[0].body)
+    first_osiris = json.dumps(osiris_prompts[0].body)
+    assert "osiris" not in first_bare.lower().replace("osiris-42", "")
+    assert "osiris_recall" in first_osiris
+    assert len(first_osiris) > len(first_bare)
+
+
+def _tiny_session(project: Path) -> Session:
+    (project / "notes.txt").write_text("alpha\nthe_anchor_value = 42\nomega\n",
+                                       encoding="utf-8")
+    steps = [Step(0, "Read", {"file_path": "/orig/notes.txt"}, "the_anchor_value = 42"),
+             Step(1, "Bash", {"command": "echo one"}, "one"),
+             Step(2, "WebFetch", {"url": "https://example.invalid"}, ""),
+             Step(3, "Bash", {"command": "echo done"}, "done")]
+    steps[0].needs = [Need("the_anchor_value", 3, "identifier"),
+                      Need("not_in_this_workspace", 3, "identifier")]
+    return Session("tiny", "traces", "", steps, client="claude-code")
+
+
+TOOLS_OFFERED = [{"name": "Read"}, {"name": "Grep"}, {"name": "Bash"}]
+
+
+def _ask(script: TraceScript, messages: list[dict[str, Any]]) -> Any:
+    return script.reply(ModelRequest(0, ANTHROPIC, "/v1/messages",
+                                     {"tools": TOOLS_OFFERED, "messages": messages}))
+
+
+def _answered(call: ToolCall, result: str) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": [{"type": "tool_use", "id": call.call_id,
+                                               "name": call.name, "input": call.input}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.call_id,
+                                          "content": result}]}]
+
+
+def _script_for(tmp_path: Path) -> tuple[TraceScript, Path]:
+    project = tmp_path / "project"
+    project.mkdir()
+    session = _tiny_session(project)
+    paths = PathMap("/orig", project, tmp_path / "tmp")
+    return TraceScript(CLAUDE_CODE, plan(session, CLAUDE_CODE, paths), session, paths), project
+
+
+def test_the_trace_script_keeps_skips_and_classifies_needs(tmp_path: Path) -> None:
+    """The script alone, answering prompts a client would send (no binary needed)."""
+    script, project = _script_for(tmp_path)
+    assert script.calls[0].input == {"file_path": f"{project}/notes.txt"}
+    assert script.calls[2].skip == "needs the network"
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    read = _ask(script, history)
+    assert isinstance(read, ToolCall) and read.name == "Read"
+    history += _answered(read, "1\talpha\n2\tthe_anchor_value = 42")
+    one = _ask(script, history)
+    assert isinstance(one, ToolCall) and one.input == {"command": "echo one"}
+    history += _answered(one, "one")
+    done = _ask(script, history)
+    # The WebFetch is skipped; the last Bash needs the anchor, which the prompt shows.
+    assert isinstance(done, ToolCall) and done.input == {"command": "echo done"}
+    assert [s.outcome for s in script.needs] == ["kept", "absent"]
+    assert [e["kind"] for e in script.events] == ["trace", "trace", "skipped", "trace"]
+    # A side query (no tools offered) never advances the script.
+    assert script.reply(ModelRequest(0, ANTHROPIC, "/v1/messages", {"messages": history})
+                        ) == FinalText("OK")
+
+
+def test_a_need_the_prompt_lost_is_retrieved_with_the_clients_own_grep(
+        tmp_path: Path) -> None:
+    script, project = _script_for(tmp_path)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    read = _ask(script, history)
+    history += _answered(read, "the_anchor_value = 42")
+    one = _ask(script, history)
+    # The client compacted: the Read's result is gone; the summary says "anchor".
+    compacted = [{"role": "user", "content": "Summary: look for the anchor value."},
+                 *_answered(one, "one")]
+    grep = _ask(script, compacted)
+    assert isinstance(grep, ToolCall) and grep.name == "Grep"
+    assert grep.input["pattern"] == "anchor"  # the longest part the prompt shows
+    assert grep.input["path"] == f"{project}/notes.txt"
+    after = _ask(script, compacted + _answered(grep, "2:the_anchor_value = 42"))
+    assert isinstance(after, ToolCall) and after.input == {"command": "echo done"}
+    assert script.needs[0].outcome == "retrieved" and script.needs[0].calls == 1
+    assert [e["kind"] for e in script.events] == ["trace", "trace", "skipped", "retrieval",
+                                                  "trace"]
+
+
+def test_segments_carry_the_clients_cache_breakpoints() -> None:
+    body = {"system": [{"type": "text", "text": "a"},
+                       {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "Read"}],
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]}
+    assert [mark for _, mark in segments(body, ANTHROPIC)] == [False, True, False, True]
+
+
+def test_workspaces_match_their_manifest_and_unpack_into_a_git_repo(tmp_path: Path) -> None:
+    workspaces = REPO / "datasets" / "workspaces"
+    assert len(manifest(workspaces)) == 6
+    rel = "claude-code__tielec-ai-workflow-agent/issue-18/04_implementation/execute/x.txt"
+    tarball = tarball_for(rel, workspaces)
+    assert tarball is not None
+    project = tmp_path / "project"
+    project.mkdir()
+    unpack(tarball, project)
+    assert (project / "package.json").exists()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, text=True,
+                            capture_output=True, check=True)
+    assert status.stdout == ""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, text=True,
+                          capture_output=True, check=True).stdout
+    again = tmp_path / "again"
+    again.mkdir()
+    unpack(tarball, again)
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=again, text=True,
+                          capture_output=True, check=True).stdout == head
+
+
+def test_osiris_bench_clients_quick_writes_its_tables(tmp_path: Path) -> None:
+    """The CLI stage on its one short Codex trace, every configuration."""
+    require_client(CODEX)
+    out = tmp_path / "reports"
+    done = subprocess.run([sys.executable, "-m", "osiris", "bench", "clients", "--quick",
+                           "--repo", str(REPO), "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = pl.read_parquet(out / "data" / "clients_sessions.parquet").to_dicts()
+    by_config = {r["configuration"]: r for r in rows}
+    assert set(by_config) == {"bare", "osiris", "context-mode"}
+    bare = by_config["bare"]
+    assert bare["status"] == "ok" and bare["client"] == CODEX
+    assert bare["trace_calls"] == 19 and bare["skipped_calls"] == 1  # apply_patch
+    assert bare["net_gain_cumulative_input_tokens"] == 0.0
+    # OSIRIS installed adds its tool definitions to every prompt and changes no output.
+    assert by_config["osiris"]["first_prompt_tokens"] > bare["first_prompt_tokens"]
+    assert by_config["osiris"]["tool_result_tokens"] == bare["tool_result_tokens"]
+    turns = pl.read_parquet(out / "data" / "clients_turns.parquet")
+    assert turns.filter(pl.col("configuration") == "bare").height == bare["requests"]
+
+
+def test_measure_counts_every_request_of_a_run(tmp_path: Path) -> None:
+    require_client(CODEX)
+    workspace = Workspace(tmp_path / "cx").reset(CODEX)
+    project = workspace.project
+    session = _tiny_session(project)
+    session.steps[0] = Step(0, "shell", {"command": "cat notes.txt"}, "the_anchor_value = 42",
+                            needs=session.steps[0].needs)
+    session.steps[1] = Step(1, "shell", {"command": "echo one"}, "one")
+    session.steps[3] = Step(3, "shell", {"command": "echo done"}, "done")
+    paths = PathMap(None, project, workspace.tmp)
+    script = TraceScript(CODEX, plan(session, CODEX, paths), session, paths)
+    with ModelServer(script) as server:
+        run = run_client(CODEX, server, workspace, "go", tools=TOOLS, timeout_s=120,
+                         extra_args=("-m", "gpt-5-codex"))
+    assert run.returncode == 0, run.describe()
+    from osiris.core.cost_models import default_cost_models
+    from osiris.core.tokens import default_counter
+    from osiris.harness.clients.sessions import _Counts, neutraliser
+
+    counts = _Counts(default_counter(), neutraliser(workspace, REPO))
+    turns, row = measure(run, script, "go", counts, default_cost_models().models)
+    assert row["requests"] == len(run.prompts) == 4
+    assert row["trace_calls"] == 3 and row["skipped_calls"] == 1
+    assert row["needs_kept"] == 1 and row["needs_absent"] == 1
+    assert [t["gap_ms"] is not None for t in turns] == [False, True, True, True]
+
+
+def test_the_clients_section_leads_the_report_and_is_replaced_in_place() -> None:
+    from osiris.harness import report
+
+    text = "# OSIRIS benchmark\n\n<!-- run -->\nRun x.\n<!-- /run -->\n\nReproduce with …\n"
+    first = report.with_clients_section(text, "## Inside the real clients\n\nold\n")
+    assert first.index("old") < first.index("Reproduce with")
+    assert "## The replay" in first
+    second = report.with_clients_section(first, "## Inside the real clients\n\nnew\n")
+    assert "old" not in second and second.count(report.CLIENTS_START) == 1
+    assert second.replace("new", "old") == first
