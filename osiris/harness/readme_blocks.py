@@ -307,7 +307,8 @@ def block_clients(reports: Reports) -> str:
     if len(table) <= 2:
         return ("The real-client stage (`osiris bench clients`) has not run into these "
                 "reports.\n")
-    osiris = [r for r in rows if r["configuration"] == "osiris" and r["status"] == "ok"]
+    osiris = [r for r in rows if r["configuration"] == "osiris" and r["status"] == "ok"
+              and r["client"] == "claude-code"]
     added = [r["added_ms_per_call"] for r in osiris if r.get("added_ms_per_call") is not None]
     versions = ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
     lines = [f"The tielec traces run again inside the real clients ({versions}, offline "
@@ -317,14 +318,14 @@ def block_clients(reports: Reports) -> str:
     notes = sum(int(r.get("osiris_hook_notes") or 0) for r in osiris)
     calls = sum(int(r.get("trace_calls") or 0) for r in osiris)
     if added:
-        lines.append(f"With OSIRIS installed a tool call takes a median "
-                     f"{sorted(added)[len(added) // 2]:,.0f} ms longer than in the bare "
-                     "client (its hooks start a process per call). Its hooks change no "
-                     "output at this commit, so every token it adds is its own: its tool "
-                     "listing and instructions in each prompt"
+        lines.append(f"In Claude Code a tool call takes a median "
+                     f"{statistics.median(added):,.0f} ms longer with OSIRIS installed (its "
+                     "hooks start a process per call; Codex gets no OSIRIS hooks). Its hooks "
+                     "change no output at this commit, so every token it adds is its own: its "
+                     "tool listing and instructions in each prompt"
                      + (f", and the prune advice its PostToolUse hook attached to {notes} of "
-                        f"{calls} tool results, which the client cannot act on" if notes
-                        else "") + ".")
+                        f"{calls} Claude Code tool results, which the client cannot act on"
+                        if notes else "") + ".")
     return "\n".join(lines) + "\n"
 
 

@@ -409,7 +409,10 @@ def render(rows: list[dict[str, Any]]) -> str:
              "`ls -l` times neutralised). *vs bare* is the gain against the bare client "
              "(negative: more tokens); *added ms* is the median, over tool calls, of the "
              "client's time between the tool call and its next prompt minus the bare "
-             "client's for the same call (its hooks, mostly).", "",
+             "client's for the same call (its hooks, mostly); *head* is the first prompt "
+             "without the typed task (system, tool definitions, the files its `@` mentions "
+             "attached, reminders); *failed calls* are the trace's calls the client "
+             "answered with an error (the workspace differs; npm runs offline).", "",
              "| session | client | configuration | status | prompts | cumulative input | "
              "vs bare | cost | vs bare (cost) | tool results | head | needs kept | "
              "extra calls | failed calls | added ms per call |",
