@@ -21,7 +21,10 @@ block                         ``deny``, with the required action
 ============================  =====================================================
 
 OSIRIS never answers ``allow``: that would skip the user's permission prompt, and
-OSIRIS not objecting is not the user consenting.
+OSIRIS not objecting is not the user consenting. Two exceptions keep OSIRIS from costing
+the agent: an exact duplicate of a ``Read`` passes (the client needs the read before an
+edit, and OSIRIS cannot see whether the first one is still in the prompt), and the
+PostToolUse answer never carries prune advice (the client owns its history).
 """
 
 from __future__ import annotations
@@ -175,11 +178,24 @@ def _alternative_text(alternative: dict[str, Any] | None) -> str:
     return " Instead: " + json.dumps(alternative, ensure_ascii=False, sort_keys=True) + "."
 
 
-def pre_tool_use_decision(answer: dict[str, Any], note: str | None = None) -> dict[str, Any]:
+REREAD_TOOLS = frozenset({"Read"})
+"""Tools a client must be let to run again: Claude Code edits only a file it has read,
+and after a compaction the earlier read may have left the prompt, which OSIRIS cannot
+see; denying the re-read made the next edit fail (the real-client benchmark)."""
+
+
+def pre_tool_use_decision(answer: dict[str, Any], note: str | None = None,
+                          tool: str | None = None) -> dict[str, Any]:
     """Claude Code's PreToolUse output for a precheck answer (``{}``: no objection);
-    ``note`` is context the agent should get whatever the verdict."""
+    ``note`` is context the agent should get whatever the verdict. An exact duplicate of
+    a :data:`REREAD_TOOLS` call passes: OSIRIS cannot know that the first result is
+    still in the prompt."""
     verdict = answer.get("verdict", "allow")
-    reasons = "; ".join(str(r) for r in answer.get("reasons", ()))
+    found = [str(r) for r in answer.get("reasons", ())]
+    if (tool in REREAD_TOOLS and verdict == "suggest_alternative" and found
+            and all(r.startswith("loopguard:exact_duplicate") for r in found)):
+        verdict, found = "allow", []
+    reasons = "; ".join(found)
     head = f"OSIRIS {verdict}: {reasons}" if reasons else f"OSIRIS {verdict}"
     out: dict[str, Any] = {"hookEventName": PRE_EVENT}
     if note:
@@ -216,12 +232,9 @@ def post_tool_use_output(answer: dict[str, Any], event: str,
         if isinstance(pattern, dict) and pattern.get("level") in ("warn", "block"):
             notes.append(f"OSIRIS LoopGuard {pattern['level']} ({pattern.get('pattern')}): "
                          f"{pattern.get('message', '')}")
-    prune = answer.get("prune")
-    if isinstance(prune, dict) and prune.get("triggered"):
-        refs = ", ".join(str(d.get("ref")) for d in prune.get("drop", [])[:5])
-        notes.append(f"OSIRIS prune advice: drop {refs} from your context "
-                     f"({prune.get('pruned_tokens', 0)} tokens), then send "
-                     "osiris_observe(kind='dropped', result=<ref>) for each")
+    # No prune advice: a client that runs hooks keeps its own history, and the agent
+    # cannot drop anything from it; the advice only cost tokens (119 of 199 Claude Code
+    # tool results carried it in the real-client benchmark).
     if not notes:
         return {}
     return {"hookSpecificOutput": {"hookEventName": event,

@@ -34,13 +34,14 @@ OSIRIS keeps your task state and big tool output outside your context.
 of your context (never in a cached prefix); replace it whenever an answer carries a new one.
 2. Pass the manifest's SEAL line to osiris_observe(seal=...) each turn: drift is reported \
 at once.
-3. Hand big tool output to osiris_observe(kind="result"|"error") and keep only the preview \
-and ref it returns. Get more with osiris_recall(ref, op="grep"|"range"|"outline"|...) \
-instead of re-reading files or re-running commands.
-4. After evicting a payload from your context, send osiris_observe(kind="dropped", \
-result=<ref>).
-5. Call osiris_precheck before risky or repeated actions and follow its verdict.
-6. After a crash or a context reset: osiris_plan(mode="resume", task_id=...)."""
+3. When an answer shows a ref (mem://...), get only the part you need with \
+osiris_recall(ref, op="grep"|"range"|"outline"|...) instead of re-reading the file or \
+re-running the command. Never re-send output you already have to OSIRIS.
+4. Call osiris_precheck before risky or repeated actions and follow its verdict.
+5. After a crash or a context reset: osiris_plan(mode="resume", task_id=...)."""
+"""The MCP ``instructions`` (clients show them to the model verbatim): only what saves
+tokens in a client that keeps its own history. Handing output to ``osiris_observe`` and
+evicting payloads are for agent loops that own their history (the Python API)."""
 
 
 class OperatingContextError(ValueError):

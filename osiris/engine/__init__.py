@@ -203,7 +203,8 @@ class Engine:
             shown = None
             if client_format is not None:
                 output = client_hooks.pre_tool_use_decision(
-                    answer, client_sessions.first_sight_note(task_id) if created else None)
+                    answer, client_sessions.first_sight_note(task_id) if created else None,
+                    tool=tool)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
             account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)

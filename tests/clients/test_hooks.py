@@ -106,23 +106,30 @@ def test_recorded_calls_are_prechecked_and_observed(tool: str, osiris_home: Path
 
 
 def test_a_whole_session_through_the_hooks(osiris_home: Path) -> None:
-    """issue-271: 41 calls; the re-read of commands.ts after the compaction is answered
-    with the stored copy instead, and everything lands in one task."""
+    """issue-271: 41 calls, all in one task; the re-read of commands.ts after the
+    compaction passes (the file left the prompt with the compaction, which OSIRIS cannot
+    see, and Claude Code edits only a file it has read: denying it made the next edit
+    fail in the real client), and so does every other call of the trace."""
     calls = list(payloads.trace_calls(payloads.TRACE_271))
     decisions: list[tuple[str, str | None, str]] = []
+    posts: list[str] = []
     for call in calls:
         doc, _ = hook("pre-tool-use", payloads.pre_payload(call))
         verdict, reason = decision(doc)
         decisions.append((call.tool, verdict, reason))
         if verdict == "deny":
             continue  # Claude Code does not run a denied call: nothing to observe
-        hook("post-tool-use", payloads.post_payload(call))
+        post, _ = hook("post-tool-use", payloads.post_payload(call))
+        posts.append(json.dumps(post))
     ((task, count),) = home_rows(osiris_home, "SELECT task_id, count(*) OVER () FROM"
                                          " client_sessions")
     assert count == 1
     denied = [(i, t, r) for i, (t, v, r) in enumerate(decisions) if v == "deny"]
-    assert denied and denied[0][1] == "Read" and "osiris_recall(ref='mem://sha256:" in \
-        denied[0][2]
+    assert denied == []
+    reads = [json.dumps(c.tool_input, sort_keys=True) for c in calls if c.tool == "Read"]
+    assert len(reads) > len(set(reads))  # the trace does re-read a file
+    # Claude Code keeps its own history: no answer asks the agent to drop anything.
+    assert not any("prune" in p or "dropped" in p for p in posts)
     observed = home_rows(osiris_home, "SELECT count(*) FROM calls WHERE task_id = ?", [task])[0][0]
     assert observed == len(calls) - len(denied)
     prechecks = home_rows(osiris_home, "SELECT count(*) FROM events WHERE task_id = ? AND"
@@ -156,6 +163,31 @@ def test_each_verdict_maps_to_a_claude_code_decision(project: Path) -> None:
     assert verdict == "ask" and "Editing tests needs approval" in text
     verdict, text = pre("Bash", {"command": "git push origin main --force"})
     assert verdict == "deny" and "Never force-push" in text
+
+
+def test_a_repeated_read_passes_and_a_repeated_search_is_answered_from_the_store(
+        project: Path) -> None:
+    (project / "notes.txt").write_text("alpha\n" * 50, encoding="utf-8")
+    env = {"OSIRIS_ROOTS": str(project)}
+    session = {"session_id": "rereads", "cwd": str(project)}
+
+    def call(tool: str, tool_input: dict[str, Any], output: str) -> tuple[str | None, str]:
+        pre = {**session, "hook_event_name": "PreToolUse", "tool_name": tool,
+               "tool_input": tool_input}
+        doc, _ = hook("pre-tool-use", pre, env=env)
+        verdict = decision(doc)
+        if verdict[0] != "deny":
+            hook("post-tool-use", {**pre, "hook_event_name": "PostToolUse",
+                                   "tool_response": {"content": output}}, env=env)
+        return verdict
+
+    read = {"file_path": str(project / "notes.txt")}
+    search = {"pattern": "alpha", "path": str(project)}
+    call("Read", read, "alpha\n" * 50)
+    call("Grep", search, "notes.txt:1:alpha")
+    assert call("Read", read, "alpha\n" * 50) == (None, "")
+    verdict, reason = call("Grep", search, "notes.txt:1:alpha")
+    assert verdict == "deny" and "exact_duplicate" in reason and "osiris_recall" in reason
 
 
 def test_repeated_failures_are_blocked_with_the_required_action() -> None:
