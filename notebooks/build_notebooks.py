@@ -951,8 +951,10 @@ TRACES = [
     fig, ax = plt.subplots(figsize=(10, 4.5))
     width = 0.8 / len(systems)
     for k, system in enumerate(systems):
-        ax.bar([i + k * width for i in range(table.height)], table[system].to_list(), width,
-               label=system)
+        # A peer runs only in the clients it integrates with: no bar where it did not run.
+        bars = [(i + k * width, v) for i, v in enumerate(table[system].to_list())
+                if v is not None]
+        ax.bar([x for x, _ in bars], [v for _, v in bars], width, label=system)
     ax.set_xticks([i + 0.4 - width / 2 for i in range(table.height)])
     ax.set_xticklabels([s[:32] for s in table["session"].to_list()], rotation=40, ha="right",
                        fontsize=7)
