@@ -323,8 +323,8 @@ def block_clients(reports: Reports) -> str:
                      "hooks start a process per call; Codex gets no OSIRIS hooks). Its hooks "
                      "change no output at this commit, so every token it adds is its own: its "
                      "tool listing and instructions in each prompt"
-                     + (f", and the prune advice its PostToolUse hook attached to {notes} of "
-                        f"{calls} Claude Code tool results, which the client cannot act on"
+                     + (f", and the text its hooks attached to {notes} of {calls} Claude "
+                        "Code tool results (LoopGuard warnings, its first-sight note)"
                         if notes else "") + ".")
     return "\n".join(lines) + "\n"
 
