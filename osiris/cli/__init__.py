@@ -143,14 +143,14 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
     """A client hook: the client's JSON on stdin, its decision JSON on stdout."""
-    from osiris.clients.claude_code import CLIENT, run_hook, skipped
+    from osiris.clients.hooks import CLIENTS, run_hook, skipped
 
     raw = sys.stdin.buffer.read()
-    if args.client != CLIENT:
+    if args.client not in CLIENTS:
         outcome = skipped(settings, args.event, f"unknown client {args.client!r}: use "
-                          f"{CLIENT}", raw)
+                          + " or ".join(CLIENTS), raw)
     else:
-        outcome = run_hook(settings, args.event, raw)
+        outcome = run_hook(settings, args.event, raw, args.client)
     if outcome.stdout:
         sys.stdout.write(outcome.stdout + "\n")
     return outcome.exit_code
@@ -226,17 +226,28 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (default OSIRIS_HTTP_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default OSIRIS_HTTP_PORT or 8765)")
     serve.set_defaults(func=cmd_serve)
+    run = sub.add_parser(
+        "run", help="run a shell command, keep its whole output, print a preview if large",
+        description="osiris run [--shell SH] [--session ID] [--client NAME] [--home DIR] "
+        "[--roots PATHS] [--threshold N] -- COMMAND: runs COMMAND with SH -c in this "
+        "directory and environment; prints small output verbatim, stores a large one as a "
+        "ref and prints a preview with the ref; exits with the command's status. Client "
+        "hooks rewrite shell calls to this (see the README, Routing).")
+    run.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND")
     hook = sub.add_parser(
         "hook", help="a client hook: reads the client's JSON on stdin (see docs/clients.md)",
-        description="Run as a client's command hook. Claude Code: PreToolUse runs precheck "
-        "and answers deny/ask with OSIRIS's reason (no decision when OSIRIS does not "
-        "object); PostToolUse observes the result. Malformed input never blocks the tool: "
-        "it is logged to $OSIRIS_HOME/hooks.log and allowed with a warning.")
+        description="Run as a client's command hook (Claude Code or Codex). PreToolUse runs "
+        "precheck, answers deny/ask with OSIRIS's reason, and rewrites what [routing] "
+        "routes (a large Read to a window, a shell call through osiris run); PostToolUse "
+        "observes the result and replaces another MCP server's large output; SessionStart "
+        "after a compaction re-injects the manifest and live refs. Malformed input never "
+        "blocks the tool: it is logged to $OSIRIS_HOME/hooks.log and allowed with a "
+        "warning.")
     # No argparse choices here: argparse exits 2 on a bad value, and exit code 2 makes
     # Claude Code block the user's tool. A wrong client or event is a warning instead.
-    hook.add_argument("client", help="the client: claude-code")
-    hook.add_argument("event", help="pre-tool-use (PreToolUse) or post-tool-use "
-                      "(PostToolUse and PostToolUseFailure)")
+    hook.add_argument("client", help="the client: claude-code or codex")
+    hook.add_argument("event", help="pre-tool-use (PreToolUse), post-tool-use "
+                      "(PostToolUse and PostToolUseFailure) or session-start")
     hook.set_defaults(func=cmd_hook)
     _add_install_parsers(sub)
     footprint = sub.add_parser("footprint", help="tokens of the tool definitions (JSON)")
@@ -310,9 +321,10 @@ def _add_install_parsers(sub: Any) -> None:
         parser.add_argument("--dry-run", action="store_true",
                             help="print the unified diff of every file; write nothing")
     install.add_argument("--hooks", choices=("command", "mcp_tool", "none"),
-                         help="claude-code: command hooks (default), an mcp_tool "
-                         "PreToolUse hook calling osiris_precheck (Claude Code 2.1.118+), "
-                         "or none (server entry only)")
+                         help="claude-code and codex: command hooks (default; they route "
+                         "large reads and shell calls, see the README), claude-code only: "
+                         "an mcp_tool PreToolUse hook calling osiris_precheck (Claude Code "
+                         "2.1.118+), or none (server entry only)")
     install.add_argument("--python", metavar="PATH", help="the interpreter with mcp-osiris "
                          "installed (default: the one running this command)")
     install.add_argument("--home", metavar="DIR", help="OSIRIS_HOME for the server and hooks "
@@ -330,6 +342,11 @@ def _add_install_parsers(sub: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``osiris``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"]):
+        from osiris.clients.runner import main as run_main  # its own parser: see runner
+
+        return run_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[Settings, argparse.Namespace], int] | None = getattr(args, "func", None)
@@ -340,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             Settings.from_env()
         except ConfigError as exc:  # a broken configuration must not block the tool
-            from osiris.clients.claude_code import skipped
+            from osiris.clients.hooks import skipped
 
             raw = sys.stdin.buffer.read()
             outcome = skipped(None, args.event, f"configuration error: {exc}", raw)

@@ -4,8 +4,8 @@
 |---|---|---|---|
 | claude-code | user | ``~/.claude.json`` | ``~/.claude/settings.json`` |
 | claude-code | project | ``.mcp.json`` | ``.claude/settings.json`` |
-| codex | user | ``~/.codex/config.toml`` | — |
-| codex | project | ``.codex/config.toml`` | — |
+| codex | user | ``~/.codex/config.toml`` | ``~/.codex/hooks.json`` |
+| codex | project | ``.codex/config.toml`` | ``.codex/hooks.json`` |
 | cursor | user | ``~/.cursor/mcp.json`` | — |
 | cursor | project | ``.cursor/mcp.json`` | — |
 
@@ -15,7 +15,7 @@ TOML. (``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` move the user-scope files as the
 What is OSIRIS's, precisely: the server entry under NAME whose ``args`` are
 ``["-m", "osiris"]`` (anything else under NAME belongs to the user and is only
 replaced with ``--force``); hook handlers whose command runs
-``-m osiris hook claude-code``, or ``mcp_tool`` handlers calling an ``osiris_`` tool of
+``-m osiris hook claude-code`` (or ``codex``), or ``mcp_tool`` handlers calling an ``osiris_`` tool of
 server NAME. Install adds or updates only those, uninstall removes only those plus the
 containers and files the install created (see :mod:`osiris.clients.files` for the
 record), so an install followed by an uninstall gives back the original bytes.
@@ -48,12 +48,16 @@ HOOK_MODES = ("command", "mcp_tool", "none")
 DEFAULT_NAME = "osiris"
 SERVER_ARGS = ["-m", "osiris"]
 OWN_ENV = ("OSIRIS_HOME", "OSIRIS_ROOTS")
-# Claude Code hook event -> argument of `osiris hook claude-code`.
+# Hook event -> argument of `osiris hook CLIENT`, and the matcher OSIRIS's group uses.
 # PostToolUse fires only when a tool succeeded; failures (which LoopGuard most needs to
-# see) come as PostToolUseFailure, handled by the same post-tool-use command.
+# see) come as PostToolUseFailure, handled by the same post-tool-use command. SessionStart
+# runs only after a compaction (its matcher is the session's source).
 HOOK_EVENTS = {"PreToolUse": "pre-tool-use", "PostToolUse": "post-tool-use",
-               "PostToolUseFailure": "post-tool-use"}
-HOOK_MARK = " -m osiris hook claude-code "
+               "PostToolUseFailure": "post-tool-use", "SessionStart": "session-start"}
+CLIENT_HOOK_EVENTS = {"claude-code": tuple(HOOK_EVENTS),
+                      "codex": ("PreToolUse", "PostToolUse", "SessionStart")}
+HOOK_MATCHERS = {"SessionStart": "compact"}
+HOOK_MARKS = (" -m osiris hook claude-code ", " -m osiris hook codex ")
 HOOK_TIMEOUT_S = 10
 TITLES = {"claude-code": "Claude Code", "codex": "Codex", "cursor": "Cursor"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -78,7 +82,8 @@ def locate(client: str, scope: str, project_dir: Path, settings: Settings) -> Ta
         server = {"claude-code": project_dir / ".mcp.json",
                   "codex": project_dir / ".codex" / "config.toml",
                   "cursor": project_dir / ".cursor" / "mcp.json"}[client]
-        hooks = project_dir / ".claude" / "settings.json"
+        hooks = {"claude-code": project_dir / ".claude" / "settings.json",
+                 "codex": project_dir / ".codex" / "hooks.json"}.get(client)
     else:
         home = settings.user_home
         if home is None:
@@ -88,8 +93,9 @@ def locate(client: str, scope: str, project_dir: Path, settings: Settings) -> Ta
         server = {"claude-code": (claude or home) / ".claude.json",
                   "codex": (settings.codex_home or home / ".codex") / "config.toml",
                   "cursor": home / ".cursor" / "mcp.json"}[client]
-        hooks = (claude or home / ".claude") / "settings.json"
-    return Target(client, scope, server, hooks if client == "claude-code" else None)
+        hooks = {"claude-code": (claude or home / ".claude") / "settings.json",
+                 "codex": (settings.codex_home or home / ".codex") / "hooks.json"}.get(client)
+    return Target(client, scope, server, hooks)
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,7 @@ class InstallRequest:
     roots: tuple[Path, ...] = ()
     name: str = DEFAULT_NAME
     hooks: str = "command"
-    """Claude Code only: ``command`` hooks, ``mcp_tool`` for PreToolUse, or ``none``."""
+    """``command`` hooks, ``mcp_tool`` for Claude Code's PreToolUse, or ``none``."""
     force: bool = False
     """Replace an entry under ``name`` that ``osiris install`` did not write."""
 
@@ -123,19 +129,21 @@ class InstallRequest:
         return entry
 
     def hook_command(self, event_arg: str) -> str:
-        """``OSIRIS_HOME=… '/path/python' -m osiris hook claude-code EVENT``, shell-quoted."""
+        """``OSIRIS_HOME=… '/path/python' -m osiris hook CLIENT EVENT``, shell-quoted."""
         words = [f"{key}={shlex.quote(value)}" for key, value in self.env().items()]
-        words += [shlex.quote(self.python), "-m", "osiris", "hook", "claude-code", event_arg]
+        words += [shlex.quote(self.python), "-m", "osiris", "hook", self.client, event_arg]
         return " ".join(words)
 
     def hook_groups(self) -> dict[str, dict[str, Any] | None]:
         """The matcher group OSIRIS wants under each hook event (None: no hook)."""
         groups: dict[str, dict[str, Any] | None] = {}
-        for event, arg in HOOK_EVENTS.items():
+        for event in CLIENT_HOOK_EVENTS.get(self.client, ()):
+            arg = HOOK_EVENTS[event]
             handler: dict[str, Any] | None
             if self.hooks == "none":
                 handler = None
-            elif self.hooks == "mcp_tool" and event == "PreToolUse":
+            elif self.hooks == "mcp_tool" and event == "PreToolUse" \
+                    and self.client == "claude-code":
                 handler = {"type": "mcp_tool", "server": self.name, "tool": "osiris_precheck",
                            "input": {"task_id": "session:${session_id}", "tool": "${tool_name}",
                                      "args": "${tool_input}", "format": "claude-code"},
@@ -143,7 +151,8 @@ class InstallRequest:
             else:  # PostToolUse stays a command: observing needs the tool_response
                 handler = {"type": "command", "command": self.hook_command(arg),
                            "timeout": HOOK_TIMEOUT_S}
-            groups[event] = None if handler is None else {"matcher": "*", "hooks": [handler]}
+            groups[event] = None if handler is None else {
+                "matcher": HOOK_MATCHERS.get(event, "*"), "hooks": [handler]}
         return groups
 
     def check(self) -> None:
@@ -237,7 +246,7 @@ def plan_install(request: InstallRequest, settings: Settings) -> Plan:
                           request.osiris_home, force=request.force)]
     if target.hooks_file is not None:
         edits.append(_hooks_edit(target.hooks_file, request.name, request.hook_groups(),
-                                 homes, request.osiris_home))
+                                 homes, request.osiris_home, client=request.client))
     return Plan("install", target, request.name, tuple(edits))
 
 
@@ -250,8 +259,9 @@ def plan_uninstall(client: str, scope: str, project_dir: Path, settings: Setting
     notes: list[str] = []
     edits = [_server_edit(target, name, None, homes, None, notes=notes)]
     if target.hooks_file is not None:
-        edits.append(_hooks_edit(target.hooks_file, name, dict.fromkeys(HOOK_EVENTS), homes,
-                                 None))
+        edits.append(_hooks_edit(target.hooks_file, name,
+                                 dict.fromkeys(CLIENT_HOOK_EVENTS[client]), homes, None,
+                                 client=client))
     return Plan("uninstall", target, name, tuple(edits), tuple(notes))
 
 
@@ -423,7 +433,7 @@ def _codex_edit(target: Target, name: str, wanted: dict[str, Any] | None,
                            record_home, [], toml_separator=separator)
 
 
-# -- Claude Code hooks --------------------------------------------------------------
+# -- client hooks (Claude Code, Codex) --------------------------------------------------------------
 
 
 def is_own_handler(handler: Any, name: str) -> bool:
@@ -431,13 +441,14 @@ def is_own_handler(handler: Any, name: str) -> bool:
     if not isinstance(handler, dict):
         return False
     if handler.get("type") == "command":
-        return HOOK_MARK in str(handler.get("command", ""))
+        return any(mark in str(handler.get("command", "")) for mark in HOOK_MARKS)
     return handler.get("type") == "mcp_tool" and handler.get("server") == name \
         and str(handler.get("tool", "")).startswith("osiris_")
 
 
 def _hooks_edit(path: Path, name: str, wanted: dict[str, dict[str, Any] | None],
-                homes: list[Path], record_home: Path | None) -> FileEdit:
+                homes: list[Path], record_home: Path | None, *,
+                client: str = "claude-code") -> FileEdit:
     before, doc = _open_json(path)
     data = doc.data if doc else {}
     hooks = data.get("hooks")
@@ -452,7 +463,7 @@ def _hooks_edit(path: Path, name: str, wanted: dict[str, dict[str, Any] | None],
     if doc is None:
         if not adding:
             return FileEdit(path, "hooks", before, before)
-        return _finish_install(path, "hooks", "claude-code", before, dumps_new({"hooks": adding}),
+        return _finish_install(path, "hooks", client, before, dumps_new({"hooks": adding}),
                                homes, name, record_home,
                                [("hooks",), *(("hooks", event) for event in adding)])
     created: list[Key] = []
@@ -471,7 +482,7 @@ def _hooks_edit(path: Path, name: str, wanted: dict[str, dict[str, Any] | None],
                 touched.append(("hooks", event))
     doc.verify()
     if adding:
-        return _finish_install(path, "hooks", "claude-code", before, doc.render(), homes,
+        return _finish_install(path, "hooks", client, before, doc.render(), homes,
                                name, record_home, created)
     if not touched:
         return FileEdit(path, "hooks", before, before)

@@ -27,9 +27,12 @@ def build_request(settings: Settings, *, client: str, scope: str | None, cwd: Pa
     the project directory; the interpreter to the one running this command.
     """
     scope, directory = resolve_scope(settings, scope, project_dir, cwd)
-    if hooks is not None and client != "claude-code":
-        raise InvalidInputError(f"--hooks applies to claude-code only ({client} has no "
-                                "tool hooks OSIRIS can use)")
+    if hooks is not None and client not in ("claude-code", "codex"):
+        raise InvalidInputError(f"--hooks applies to claude-code and codex only ({client} "
+                                "has no tool hooks OSIRIS can use)")
+    if hooks == "mcp_tool" and client != "claude-code":
+        raise InvalidInputError("--hooks mcp_tool applies to claude-code only: use command "
+                                "or none")
     interpreter = user_path(settings, python, cwd) if python else Path(sys.executable)
     if not interpreter.is_file():
         raise InvalidInputError(f"--python {str(interpreter)!r} is not a file: give the "

@@ -36,9 +36,12 @@ from typing import Any
 
 from osiris.errors import InvalidInputError
 
-CLIENTS = ("claude-code",)
-EVENTS = ("pre-tool-use", "post-tool-use")
+CLIENTS = ("claude-code", "codex")
+EVENTS = ("pre-tool-use", "post-tool-use", "session-start")
 PRE_EVENT, POST_EVENTS = "PreToolUse", ("PostToolUse", "PostToolUseFailure")
+SESSION_EVENT = "SessionStart"
+_EXPECTED = {"pre-tool-use": (PRE_EVENT,), "post-tool-use": POST_EVENTS,
+             "session-start": (SESSION_EVENT,)}
 # OSIRIS's own tools, under any server name: never prechecked or observed by the hooks
 # (the agent already called OSIRIS; observing the call would count it twice).
 OWN_TOOL = re.compile(r"^mcp__.+__osiris_(plan|precheck|observe|recall|checkpoint|handoff"
@@ -60,6 +63,8 @@ class HookCall:
     tool_use_id: str | None
     response: Any = None
     error: str | None = None
+    source: str | None = None
+    """SessionStart only: ``startup``, ``resume``, ``clear`` or ``compact``."""
 
     @property
     def own_tool(self) -> bool:
@@ -89,7 +94,7 @@ def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
     if not isinstance(doc, dict):
         raise InvalidInputError("hook input must be a JSON object")
     name = doc.get("hook_event_name")
-    expected = (PRE_EVENT,) if event == "pre-tool-use" else POST_EVENTS
+    expected = _EXPECTED[event]
     if name is None:
         name = expected[0]
     if name not in expected:
@@ -98,6 +103,11 @@ def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
     session, tool = doc.get("session_id"), doc.get("tool_name")
     if not isinstance(session, str) or not session:
         raise InvalidInputError("session_id is missing or not a string")
+    if event == "session-start":
+        source, cwd = doc.get("source"), doc.get("cwd")
+        return HookCall(event=SESSION_EVENT, session_id=session, tool="", tool_input={},
+                        cwd=cwd if isinstance(cwd, str) else None, tool_use_id=None,
+                        source=source if isinstance(source, str) else None)
     if not isinstance(tool, str) or not tool:
         raise InvalidInputError("tool_name is missing or not a string")
     tool_input = doc.get("tool_input", {})
@@ -185,11 +195,22 @@ see; denying the re-read made the next edit fail (the real-client benchmark)."""
 
 
 def pre_tool_use_decision(answer: dict[str, Any], note: str | None = None,
-                          tool: str | None = None) -> dict[str, Any]:
+                          tool: str | None = None, route_context: str | None = None,
+                          ) -> dict[str, Any]:
     """Claude Code's PreToolUse output for a precheck answer (``{}``: no objection);
-    ``note`` is context the agent should get whatever the verdict. An exact duplicate of
-    a :data:`REREAD_TOOLS` call passes: OSIRIS cannot know that the first result is
-    still in the prompt."""
+    ``note`` is context the agent should get whatever the verdict, ``route_context``
+    what a rewritten call adds (a windowed read's outline and ref; never clipped). An
+    exact duplicate of a :data:`REREAD_TOOLS` call passes: OSIRIS cannot know that the
+    first result is still in the prompt."""
+    out = _decision(answer, note, tool)
+    if route_context:
+        inner = out.setdefault("hookSpecificOutput", {"hookEventName": PRE_EVENT})
+        inner["additionalContext"] = "\n".join(
+            filter(None, (inner.get("additionalContext"), route_context)))
+    return out
+
+
+def _decision(answer: dict[str, Any], note: str | None, tool: str | None) -> dict[str, Any]:
     verdict = answer.get("verdict", "allow")
     found = [str(r) for r in answer.get("reasons", ())]
     if (tool in REREAD_TOOLS and verdict == "suggest_alternative" and found
@@ -241,12 +262,46 @@ def post_tool_use_output(answer: dict[str, Any], event: str,
                                    "additionalContext": _clip(" ".join(notes))}}
 
 
+def with_updated_input(output: dict[str, Any], updated: dict[str, Any],
+                       client: str) -> dict[str, Any]:
+    """``output`` with the call's input replaced. Codex applies ``updatedInput`` only
+    together with ``permissionDecision: "allow"`` (checked on 0.169.0), so for Codex
+    OSIRIS answers allow on a call it rewrites — the call it lets run is the one the
+    agent asked for, through ``osiris run``. Claude Code applies it without a decision,
+    which keeps the user's own permission rules in charge."""
+    inner = dict(output.get("hookSpecificOutput") or {"hookEventName": PRE_EVENT})
+    if inner.get("permissionDecision") in ("deny", "ask"):
+        return output  # an objection stands; nothing is rewritten
+    inner["updatedInput"] = updated
+    if client == "codex":
+        inner["permissionDecision"] = "allow"
+    return {**output, "hookSpecificOutput": inner}
+
+
+def replaced_output(text: str, client: str, event: str = "PostToolUse") -> dict[str, Any]:
+    """The PostToolUse answer that replaces a tool's output with ``text``: Claude Code's
+    ``updatedMCPToolOutput`` (MCP tools only); Codex's ``decision: "block"`` whose reason
+    becomes the output (the only way in 0.169.0: ``updatedToolOutput`` is ignored)."""
+    if client == "codex":
+        return {"decision": "block", "reason": text}
+    return {"hookSpecificOutput": {"hookEventName": event, "updatedMCPToolOutput": text}}
+
+
+def session_start_output(context: str) -> dict[str, Any]:
+    """SessionStart's answer that puts ``context`` in front of the model."""
+    return {"hookSpecificOutput": {"hookEventName": SESSION_EVENT,
+                                   "additionalContext": context}}
+
+
 def shown_text(output: dict[str, Any]) -> str:
     """The part of a hook's output that reaches the model (what OSIRIS books as its
     overhead): a decision's reason or the added context; nothing for no decision."""
     inner = output.get("hookSpecificOutput", {})
-    return "\n".join(str(inner[k]) for k in ("permissionDecisionReason", "additionalContext")
-                     if inner.get(k))
+    parts = [str(inner[k]) for k in ("permissionDecisionReason", "additionalContext",
+                                     "updatedMCPToolOutput") if inner.get(k)]
+    if output.get("decision") == "block" and output.get("reason"):
+        parts.append(str(output["reason"]))
+    return "\n".join(parts)
 
 
 def allow_with_warning(problem: str) -> dict[str, Any]:

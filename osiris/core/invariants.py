@@ -40,6 +40,7 @@ import re2
 
 from osiris.core.hashing import canonical_json, sha256_hex
 from osiris.core.loopguard import PATTERNS, Exemption, LoopConfig
+from osiris.core.routing import RoutingConfig, RoutingError, parse_routing
 from osiris.core.shell import command_tool_name
 
 VERDICTS = ("allow", "warn", "suggest_alternative", "require_approval", "block")
@@ -85,6 +86,7 @@ class RuleSet:
     invariants: tuple[Invariant, ...] = ()
     loop: LoopConfig = field(default_factory=LoopConfig)
     digest: str = ""
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
 
 
 @dataclass(frozen=True)
@@ -212,16 +214,20 @@ def _loop_config(raw: object) -> LoopConfig:
     return LoopConfig(**values, exemptions=tuple(exemptions))
 
 
-def parse_rules(text: str, root: str) -> tuple[tuple[Invariant, ...], LoopConfig]:
+Parsed = tuple[tuple[Invariant, ...], LoopConfig, RoutingConfig]
+"""One file's invariants, LoopGuard settings and ``[routing]`` table."""
+
+
+def parse_rules(text: str, root: str) -> Parsed:
     """Compile one invariants file; RulesError with a precise message when malformed."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RulesError(f"not valid TOML: {exc}") from None
-    unknown = set(document) - {"invariant", "loopguard"}
+    unknown = set(document) - {"invariant", "loopguard", "routing"}
     if unknown:
-        raise RulesError(f"unknown top-level key(s) {sorted(unknown)}; use [[invariant]] and "
-                         "[loopguard]")
+        raise RulesError(f"unknown top-level key(s) {sorted(unknown)}; use [[invariant]], "
+                         "[loopguard] and [routing]")
     raw_rules = document.get("invariant", [])
     if not isinstance(raw_rules, list):
         raise RulesError("invariant must be an array of tables: write [[invariant]]")
@@ -230,20 +236,25 @@ def parse_rules(text: str, root: str) -> tuple[tuple[Invariant, ...], LoopConfig
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise RulesError(f"duplicate invariant id(s) {duplicates}")
-    return rules, _loop_config(document.get("loopguard"))
+    try:
+        routing = parse_routing(document.get("routing"))
+    except RoutingError as exc:
+        raise RulesError(str(exc)) from None
+    return rules, _loop_config(document.get("loopguard")), routing
 
 
-def merge(files: Sequence[tuple[str, str, tuple[tuple[Invariant, ...], LoopConfig]]],
-          ) -> RuleSet:
+def merge(files: Sequence[tuple[str, str, Parsed]]) -> RuleSet:
     """One RuleSet from several roots' files (root, text digest, parsed)."""
     invariants: list[Invariant] = []
-    loop = LoopConfig()
-    for _, _, (rules, config) in files:
+    loop, routing = LoopConfig(), RoutingConfig()
+    for _, _, (rules, config, routed) in files:
         invariants.extend(rules)
         if config != LoopConfig():
             loop = config  # the last root that configures LoopGuard wins
+        if routed != RoutingConfig():
+            routing = routed  # and [routing]
     digest = sha256_hex(canonical_json([[root, text_digest] for root, text_digest, _ in files]))
-    return RuleSet(tuple(invariants), loop, digest)
+    return RuleSet(tuple(invariants), loop, digest, routing)
 
 
 def _relative(path: str, root: str) -> str:

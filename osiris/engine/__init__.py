@@ -17,6 +17,14 @@ from typing import Any
 
 from osiris.config import Settings
 from osiris.core import client_hooks
+from osiris.core.routing import (
+    SHELL_TOOLS,
+    WRAP_MARK,
+    compaction_context,
+    foreign_mcp_tool,
+    replaced_output,
+    wrap_command,
+)
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.display import escape_controls
@@ -28,6 +36,7 @@ from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter, default_counter
 from osiris.engine import checkpoints, client_sessions, governance, handoffs, observing, planning
 from osiris.engine import memory as memory_ops
+from osiris.engine import routing as routing_ops
 from osiris.engine import recall as recall_op
 from osiris.engine.agent_input import scrubbing_facade
 from osiris.engine.context import (
@@ -202,13 +211,99 @@ class Engine:
                                          confirmed=confirmed)
             shown = None
             if client_format is not None:
+                route = None
+                if answer.get("verdict", "allow") in ("allow", "warn"):
+                    route = self._route_call(tx, task_id, tool, args or {}, cwd)
                 output = client_hooks.pre_tool_use_decision(
                     answer, client_sessions.first_sight_note(task_id) if created else None,
-                    tool=tool)
+                    tool=tool, route_context=route.get("context") if route else None)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
+                if route:
+                    answer["route"] = route
             account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)
         return answer
+
+    def _route_call(self, tx: Tx, task_id: str, tool: str, args: dict[str, Any],
+                    cwd: str | None) -> dict[str, Any] | None:
+        """How a client hook should rewrite the call (``osiris.core.routing``): a window
+        of a large file, or running a shell command through ``osiris run``."""
+        config = routing_ops.config_of(self.ctx, tx)
+        read = routing_ops.route_read(self.ctx, tx, task_id, tool, args, cwd, config)
+        if read is not None:
+            return {"op": "window", "offset": 1, "limit": config.read_window_lines,
+                    "context": read["additionalContext"], "ref": read["ref"]}
+        if tool in SHELL_TOOLS:
+            command = args.get("command", args.get("cmd"))
+            wrap = wrap_command(command, args, config, WRAP_MARK.strip())
+            if wrap.command is not None:
+                return {"op": "wrap", "exempt": list(config.exempt),
+                        "threshold": config.shell_preview_tokens}
+            return None
+        return None
+
+    def _replace_mcp_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
+                            result: Any, kind: str, client: str, event: str,
+                            output: dict[str, Any]) -> dict[str, Any]:
+        """Another MCP server's large output, replaced by its preview and ref."""
+        if not tool or not foreign_mcp_tool(tool) or not isinstance(result, str) \
+                or event != "PostToolUse":
+            return output
+        config = routing_ops.config_of(self.ctx, tx)
+        if not config.mcp_outputs:
+            return output
+        stored = routing_ops.store_output(
+            self.ctx, tx, task_id, result, tool=tool,
+            args=args if isinstance(args, dict) else {}, failed=kind == "error",
+            config=config, threshold=config.mcp_threshold_tokens)
+        if stored is None:
+            return output
+        text = replaced_output(stored["preview"], ref=stored["ref"], tokens=stored["tokens"],
+                               lines=stored["lines"])
+        replaced = client_hooks.replaced_output(text, client, event)
+        inner = output.get("hookSpecificOutput")
+        if inner and "hookSpecificOutput" in replaced:
+            replaced["hookSpecificOutput"] = {**inner, **replaced["hookSpecificOutput"]}
+        return replaced
+
+    def compacted(self, task_id: str, *, client_format: str, actor: str | None = None,
+                  cwd: str | None = None) -> dict[str, Any]:
+        """The client compacted its history: journal it, restart LoopGuard's window (what
+        it counted left the prompt), and answer with the manifest and the live refs."""
+        check_client_format(client_format)
+        with self.store.transaction(actor or "agent") as tx:
+            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
+                                                      client=client_format, cwd=cwd)
+            state = derived_counts(tx.con, load_task(tx, task_id, self.ctx.cost_model),
+                                   self.ctx.cost_model)
+            config = routing_ops.config_of(self.ctx, tx)
+            seq = tx.event("client.compacted", {"client": client_format}, task_id=task_id).seq
+            governance.insert_call(tx, task_id, seq, governance.progress_row(seq))
+            output: dict[str, Any] = {}
+            refs: list[dict[str, Any]] = []
+            if config.compaction:
+                files = {f.ref: f.path for f in state.files}
+                refs = routing_ops.live_refs(tx, task_id, files)
+                output = client_hooks.session_start_output(compaction_context(
+                    render_manifest(state, self.ctx.counter), refs))
+            answer = {"task_id": task_id, "refs": len(refs), "client_output": output}
+            account_answer(self.ctx, tx, task_id, "compacted", answer,
+                           client_hooks.shown_text(output))
+        return answer
+
+    def route_output(self, task_id: str, text: str, *, tool: str, args: dict[str, Any],
+                     failed: bool, cwd: str | None = None, client: str = "client",
+                     threshold: int | None = None) -> dict[str, Any] | None:
+        """``osiris run``: store a command's whole output and return the preview that
+        stands in for it (None when it is small enough to show as is)."""
+        with self.store.transaction(f"{client}:run") as tx:
+            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
+                                                      client=client, cwd=cwd)
+            config = routing_ops.config_of(self.ctx, tx)
+            return routing_ops.store_output(self.ctx, tx, task_id, text, tool=tool,
+                                            args=args, failed=failed, config=config,
+                                            threshold=threshold or
+                                            config.shell_preview_tokens)
 
     # -- observe -----------------------------------------------------------------------
 
@@ -239,6 +334,8 @@ class Engine:
                 output = client_hooks.post_tool_use_output(
                     answer, client_event,
                     client_sessions.first_sight_note(task_id) if created else None)
+                output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
+                                                  client_format, client_event, output)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)

@@ -16,13 +16,11 @@ from pathlib import Path
 import duckdb
 
 from osiris.core.hashing import sha256_hex
-from osiris.core.invariants import Invariant, RulesError, RuleSet, merge, parse_rules
-from osiris.core.loopguard import LoopConfig
+from osiris.core.invariants import Parsed, RulesError, RuleSet, merge, parse_rules
 from osiris.store.state import Tx
 
 log = logging.getLogger(__name__)
 RULES_PATH = Path(".osiris") / "invariants.toml"
-Parsed = tuple[tuple[Invariant, ...], LoopConfig]
 
 
 @dataclass

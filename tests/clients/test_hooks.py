@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from osiris.core import routing
 from osiris.core.tokens import default_counter
 from tests.clients import payloads
 from tests.conftest import REPO, home_rows, run_cli
@@ -85,9 +86,19 @@ def test_recorded_calls_are_prechecked_and_observed(tool: str, osiris_home: Path
     # No decision (OSIRIS never grants a permission itself); on first sight of the
     # session the agent is told which task governs it.
     note = f"OSIRIS task {task} governs this session: use it as task_id with OSIRIS tools."
+    again = hook("pre-tool-use", sample["pre"])[0]
+    if tool == "Bash":  # routed through `osiris run` (no permission decision either)
+        for doc in (before, again):
+            updated = doc["hookSpecificOutput"].pop("updatedInput")
+            command = sample["pre"]["tool_input"]["command"]
+            assert updated == {**sample["pre"]["tool_input"], "command": updated["command"]}
+            assert routing.unwrap_command(updated["command"]) == command
+            assert " -m osiris run --client claude-code --session " in updated["command"]
+        assert again == {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}
+        again = {}
     assert before == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                              "additionalContext": note}}
-    assert hook("pre-tool-use", sample["pre"])[0] == {}  # then silent while allowed
+    assert again == {}  # then silent while allowed
     after, _ = hook("post-tool-use", sample["post"])
     assert after == {}
     kinds = [k for (k,) in home_rows(osiris_home, "SELECT kind FROM events WHERE task_id = ?"

@@ -250,7 +250,9 @@ def test_round_trip_keeps_existing_configuration_byte_for_byte(
     originals = seed(world, client, scope)
 
     report = world.ok("install", client, f"--{scope}")
-    assert {f["status"] for f in report["files"]} == {"updated"}
+    # Codex's hooks live in a file of their own (hooks.json), which the seed lacks.
+    assert {f["status"] for f in report["files"]} == (
+        {"updated", "created"} if client == "codex" else {"updated"})
     for path, text in originals.items():
         before = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
         after = parse(path)
@@ -278,11 +280,14 @@ def test_round_trip_keeps_existing_configuration_byte_for_byte(
     assert len(world.backups()) == len(backups)  # no new backup for no change
 
     gone = world.ok("uninstall", client, f"--{scope}")
-    assert {f["status"] for f in gone["files"]} == {"updated"}
+    assert {f["status"] for f in gone["files"]} == (
+        {"updated", "removed"} if client == "codex" else {"updated"})
     for path, text in originals.items():
         assert path.read_text("utf-8") == text
         assert path.read_bytes() == text.encode("utf-8")
-    assert all(f["backup"] for f in gone["files"])
+    assert all(f["backup"] for f in gone["files"] if f["status"] == "updated")
+    assert not (world.user / ".codex" / "hooks.json").exists()
+    assert not (world.project / ".codex" / "hooks.json").exists()
 
     nothing = world.ok("uninstall", client, f"--{scope}")
     assert nothing["changed"] is False and "not installed" in nothing["message"]
@@ -338,7 +343,8 @@ def test_existing_containers_are_kept_and_created_ones_removed(world: World) -> 
     world.ok("install", "claude-code", "--project")
     data = json.loads(settings.read_text("utf-8"))
     # new keys go last
-    assert list(data["hooks"]) == ["PostToolUse", "PreToolUse", "PostToolUseFailure"]
+    assert list(data["hooks"]) == ["PostToolUse", "PreToolUse", "PostToolUseFailure",
+                                   "SessionStart"]
     world.ok("uninstall", "claude-code", "--project")
     assert settings.read_text("utf-8") == original  # PostToolUse: [] was the user's
     assert not (world.project / ".mcp.json").exists()
@@ -574,7 +580,10 @@ def test_a_foreign_entry_under_the_name_needs_force(world: World, client: str) -
 
 def test_bad_options_are_clear_errors(world: World) -> None:
     cases = [
-        (["install", "codex", "--hooks", "none"], "--hooks applies to claude-code only"),
+        (["install", "codex", "--hooks", "mcp_tool"], "--hooks mcp_tool applies to "
+         "claude-code only"),
+        (["install", "cursor", "--hooks", "none"], "--hooks applies to claude-code and "
+         "codex only"),
         (["install", "cursor", "--name", "os iris"], "--name 'os iris' is invalid"),
         (["install", "cursor", "--python", "/no/such/python"], "is not a file"),
         (["install", "cursor", "--project", "--roots", "/no/such/dir"], "not an existing"),

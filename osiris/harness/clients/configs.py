@@ -78,9 +78,15 @@ def _run(argv: list[str], workspace: Workspace, client: str, tools: Tools,
 
 
 def _install_osiris(client: str, workspace: Workspace, tools: Tools, python: str) -> Installed:
-    argv = [python, "-m", "osiris", "install", client, "--user"]
+    # --roots: the project OSIRIS may read files of (a large Read is windowed only there).
+    argv = [python, "-m", "osiris", "install", client, "--user", "--roots",
+            str(workspace.project)]
     command = _run(argv, workspace, client, tools, {"OSIRIS_HOME": str(workspace.osiris_home)})
-    return Installed(OSIRIS, [command.replace(python, "python")])
+    # Codex runs hooks only once trusted: a user trusts them when Codex asks; offline
+    # runs pass --dangerously-bypass-hook-trust (as for context-mode).
+    extra = ("--dangerously-bypass-hook-trust",) if client == CODEX else ()
+    return Installed(OSIRIS, [command.replace(python, "python")
+                              .replace(str(workspace.project), "PROJECT")], extra_args=extra)
 
 
 def _context_mode_claude_code(workspace: Workspace, tools: Tools) -> Installed:

@@ -1,0 +1,171 @@
+"""Client command hooks: ``osiris hook claude-code|codex pre-tool-use|post-tool-use|
+session-start``.
+
+The hook reads the client's JSON on stdin, finds (or creates) the OSIRIS task of the
+session, and answers on stdout in the client's format (see
+:mod:`osiris.core.client_hooks` for the verdict mapping). PreToolUse runs ``precheck``
+and, where ``[routing]`` says so (:mod:`osiris.core.routing`), rewrites the call: a
+large ``Read`` to a window of the file, a shell command to run through ``osiris run``.
+PostToolUse (and PostToolUseFailure) runs ``observe`` with the tool's result or error,
+so LoopGuard, dedup and the ledger see every call, including calls to other MCP
+servers, and replaces another MCP server's large output with its preview and ref.
+SessionStart after a compaction puts the manifest and the live refs back. Calls to
+OSIRIS's own tools are left alone.
+
+The rewrites are built here, from the raw input the client sent: the engine sees the
+call only scrubbed of secrets, and a rewritten command must be the agent's exact text.
+
+A hook must never stand between the user and their tool because of OSIRIS: malformed
+input, an unknown event or any failure of OSIRIS itself is logged (stderr and
+``$OSIRIS_HOME/hooks.log``) and answered with no decision plus a ``systemMessage``
+warning, exit code 0.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from osiris.config import Settings
+from osiris.core import client_hooks, routing
+from osiris.core.client_hooks import HookCall
+from osiris.engine import Engine
+from osiris.errors import CommittedWithErrors, OsirisError
+
+log = logging.getLogger(__name__)
+CLIENT = "claude-code"
+CLIENTS = client_hooks.CLIENTS
+# Below the timeout `osiris install` gives the hook (10 s): a busy store must end in a
+# logged skip, not in Claude Code killing the hook and waiting out its timeout.
+HOOK_LOCK_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class HookOutcome:
+    """What the hook process writes and how it exits."""
+
+    stdout: str
+    exit_code: int
+    problem: str | None = None
+
+
+def runner_prefix(settings: Settings, client: str, session_id: str,
+                  threshold: int | None = None) -> str:
+    """The shell-quoted ``osiris run`` a rewritten command starts with: this Python, the
+    hook's home and roots, the session (so the stored output joins its task)."""
+    words = [shlex.quote(sys.executable), "-m", "osiris", "run", "--client", client,
+             "--session", shlex.quote(session_id), "--home", shlex.quote(str(settings.home))]
+    if settings.roots:
+        words += ["--roots", shlex.quote(";".join(str(r) for r in settings.roots))]
+    if threshold:
+        words += ["--threshold", str(int(threshold))]
+    return " ".join(words)
+
+
+def _rewritten(settings: Settings, call: HookCall, client: str, route: dict[str, Any],
+               ) -> dict[str, Any] | None:
+    """The call's new input (from the raw input the client sent), or None."""
+    raw = call.tool_input
+    if route.get("op") == "window":
+        return {**raw, "offset": int(route["offset"]), "limit": int(route["limit"])}
+    if route.get("op") == "wrap":
+        key = "command" if "command" in raw else "cmd"
+        config = routing.RoutingConfig(exempt=tuple(route.get("exempt") or ()))
+        runner = runner_prefix(settings, client, call.session_id, route.get("threshold"))
+        wrap = routing.wrap_command(raw.get(key), raw, config, runner)
+        return None if wrap.command is None else {**raw, key: wrap.command}
+    return None
+
+
+def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
+    """Precheck the intended call; the client's decision for it, with its rewrite."""
+    if call.own_tool:
+        return {}
+    answer = engine.precheck(f"session:{call.session_id}", call.tool, args=call.tool_input,
+                             path=call.path, actor=f"{client}:{call.session_id}",
+                             client_format=client, cwd=call.cwd)
+    output = dict(answer["client_output"])
+    route = answer.get("route")
+    updated = _rewritten(engine.settings, call, client, route) if route else None
+    if updated is not None:
+        output = client_hooks.with_updated_input(output, updated, client)
+    return output
+
+
+def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
+    """Observe the call's result or error; what the agent should hear about it."""
+    if call.own_tool:
+        return {}
+    text, failed = client_hooks.response_text(call)
+    args = call.tool_input
+    command = args.get("command") if isinstance(args, dict) else None
+    original = routing.unwrap_command(command) if isinstance(command, str) else None
+    if original is not None:  # observed as the agent wrote it
+        args = {**args, "command": original}
+    answer = engine.observe(f"session:{call.session_id}", "error" if failed else "result",
+                            tool=call.tool, args=args, result=text,
+                            actor=f"{client}:{call.session_id}", client_format=client,
+                            client_event=call.event, cwd=call.cwd)
+    return dict(answer["client_output"])
+
+
+def session_start(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
+    """After a compaction: the manifest and the live refs, back in front of the model."""
+    if call.source != "compact":
+        return {}
+    answer = engine.compacted(f"session:{call.session_id}", client_format=client,
+                              actor=f"{client}:{call.session_id}", cwd=call.cwd)
+    return dict(answer["client_output"])
+
+
+HANDLERS = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
+            "session-start": session_start}
+
+
+def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT) -> HookOutcome:
+    """Handle one hook invocation; never raises and never blocks because of OSIRIS."""
+    try:
+        call = client_hooks.parse_hook_input(raw, event)
+    except OsirisError as exc:
+        return skipped(settings, event, f"malformed hook input: {exc}", raw)
+    settings = replace(settings, lock_timeout_s=min(settings.lock_timeout_s,
+                                                    HOOK_LOCK_TIMEOUT_S))
+    try:
+        with Engine(settings) as engine:
+            doc = HANDLERS[event](engine, call, client)
+    except CommittedWithErrors as exc:  # the call is recorded; only later work failed
+        return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True)
+    except OsirisError as exc:
+        return skipped(settings, event, f"{exc.code}: {exc}", raw)
+    except Exception as exc:  # any failure of OSIRIS must leave the user's tool alone
+        log.exception("OSIRIS hook failed")
+        return skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw)
+    return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
+
+
+def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
+            recorded: bool = False) -> HookOutcome:
+    """Log the problem (``hooks.log`` when the settings are known); let the tool call go
+    ahead with a visible warning, exit 0. ``recorded``: OSIRIS did record the call (its
+    transaction committed) and only work after the commit failed."""
+    line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "client": CLIENT, "event": event, "problem": problem,
+                       "recorded": recorded,
+                       "input_bytes": len(raw)},  # not the input itself: it may hold secrets
+                      ensure_ascii=False)
+    if settings is not None:
+        try:
+            settings.home.mkdir(parents=True, exist_ok=True)
+            with settings.hooks_log_path.open("a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError as exc:  # the log is a courtesy; the answer must still go out
+            log.warning("cannot write %s: %s", settings.hooks_log_path, exc)
+    sys.stderr.write(f"osiris: hook {event} {'recorded, but' if recorded else 'skipped'}: "
+                     f"{problem}\n")
+    return HookOutcome(client_hooks.decision_json(client_hooks.allow_with_warning(problem)),
+                       0, problem)

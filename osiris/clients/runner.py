@@ -1,0 +1,203 @@
+"""``osiris run -- COMMAND``: run a shell command as the client would, keep its output.
+
+The command string is run by the same shell the client uses (``--shell``, default
+``$SHELL`` when it is bash, zsh or sh, else ``bash``) as ``SHELL -c COMMAND``, in the
+current directory and environment, with stdin inherited; stdout and stderr are merged in
+the order the command wrote them and streamed to a spool file in ``$OSIRIS_HOME/spool``
+(bounded memory, however large). Signals that would stop the command (INT, TERM, HUP,
+QUIT) are passed on to it; ``osiris run`` exits with the command's status, and a command
+killed by a signal kills ``osiris run`` with the same signal.
+
+Then, small output (at most ``[routing] shell_preview_tokens``) is printed verbatim. A
+larger one is stored whole, scrubbed of secrets, as a ref of the client session's task,
+and a preview is printed instead — error lines and the summary for a failing command,
+else an outline or the head and tail — with one line naming the ref and how to recall any
+part. Whatever goes wrong on OSIRIS's side (no spool, a busy or broken home, output that
+is not UTF-8 or over ``OSIRIS_MAX_PAYLOAD_BYTES``) the output is printed verbatim and one
+line goes to ``$OSIRIS_HOME/hooks.log``: a command never breaks because of OSIRIS.
+
+This module imports only the standard library until the command has finished, so the
+command starts within a Python start-up of being asked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+SHELLS = ("bash", "zsh", "sh")
+CHUNK = 1 << 16
+EXIT_USAGE = 2
+OPTIONS = ("--shell", "--session", "--client", "--home", "--roots", "--threshold")
+"""``--threshold N``: print outputs of at most N tokens verbatim (the hook passes the
+``[routing] shell_preview_tokens`` in force)."""
+
+
+def default_shell(env: dict[str, str]) -> str:
+    """``$SHELL`` when it is bash, zsh or sh (as Claude Code picks), else bash."""
+    shell = env.get("SHELL", "")
+    return shell if Path(shell).name in SHELLS and os.access(shell, os.X_OK) else "bash"
+
+
+def _parse(argv: Sequence[str]) -> tuple[dict[str, str], str] | str:
+    """Options and the command, or a usage message."""
+    options: dict[str, str] = {}
+    args = list(argv)
+    while args and args[0] != "--":
+        key = args.pop(0)
+        if key not in OPTIONS or not args:
+            return (f"osiris run: unknown option {key!r}; usage: osiris run [--shell SH] "
+                    "[--session ID] [--client NAME] [--home DIR] [--roots PATHS] [--threshold N] "
+                    "-- COMMAND")
+        options[key[2:]] = args.pop(0)
+    if not args or args[0] != "--" or len(args) < 2:
+        return "osiris run: give the command after --, e.g. osiris run -- 'pytest -q'"
+    command = args[1] if len(args) == 2 else " ".join(args[1:])
+    return options, command
+
+
+def main(argv: Sequence[str]) -> int:
+    """Entry point of ``osiris run``."""
+    parsed = _parse(argv)
+    if isinstance(parsed, str):
+        sys.stderr.write(parsed + "\n")
+        return EXIT_USAGE
+    options, command = parsed
+    env = dict(os.environ)
+    shell = options.get("shell") or default_shell(env)
+    home = Path(options.get("home") or env.get("OSIRIS_HOME") or "~/.osiris").expanduser()
+    try:
+        spool_dir = home / "spool"
+        spool_dir.mkdir(parents=True, exist_ok=True)
+        spool: IO[bytes] = tempfile.TemporaryFile(dir=spool_dir)
+    except OSError as exc:  # nowhere to keep the output: run the command untouched
+        _log(home, f"no spool ({exc}); ran uncaptured")
+        os.execvp(shell, [shell, "-c", command])
+    with spool:
+        status = _run(shell, command, spool)
+        _show(spool, status, command, options, home, env)
+    return _exit(status)
+
+
+def _run(shell: str, command: str, spool: IO[bytes]) -> int:
+    """Run the command, stream its output to ``spool``; its wait status (negative:
+    killed by that signal)."""
+    child = subprocess.Popen([shell, "-c", command], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, stdin=None, close_fds=True)
+    previous = {}
+    for sig in FORWARDED:
+        with contextlib.suppress(OSError, ValueError):
+            previous[sig] = signal.signal(sig, lambda number, _frame: _forward(child, number))
+    try:
+        assert child.stdout is not None
+        fd = child.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, CHUNK)
+            except InterruptedError:
+                continue
+            if not chunk:
+                break
+            spool.write(chunk)
+        child.stdout.close()
+        while True:
+            try:
+                return child.wait()
+            except InterruptedError:
+                continue
+    finally:
+        for sig, handler in previous.items():
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, handler)
+
+
+def _forward(child: subprocess.Popen[bytes], number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        child.send_signal(number)
+
+
+def _exit(status: int) -> int:
+    """The command's exit status; a command killed by a signal kills us with it."""
+    if status < 0:
+        sys.stdout.flush()
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status  # if the signal does not end us (it is ignored or stopped)
+    return status
+
+
+def _verbatim(spool: IO[bytes]) -> None:
+    spool.seek(0)
+    out = sys.stdout.buffer
+    while chunk := spool.read(CHUNK):
+        out.write(chunk)
+    out.flush()
+
+
+def _show(spool: IO[bytes], status: int, command: str, options: dict[str, str],
+          home: Path, env: dict[str, str]) -> None:
+    """Print the output verbatim, or store it and print its preview (see the docstring)."""
+    size = spool.tell()
+    try:
+        preview = _stored_preview(spool, size, status, command, options, home, env)
+    except Exception as exc:  # noqa: BLE001 — any failure of OSIRIS: the output as is
+        _log(home, f"output shown verbatim: {type(exc).__name__}: {exc}")
+        preview = None
+    if preview is None:
+        _verbatim(spool)
+        return
+    sys.stdout.write(preview)
+    sys.stdout.flush()
+
+
+def _stored_preview(spool: IO[bytes], size: int, status: int, command: str,
+                    options: dict[str, str], home: Path, env: dict[str, str]) -> str | None:
+    if size == 0:
+        return None
+    from osiris.config import Settings  # the heavy part starts here, after the command
+    from osiris.core.routing import RoutingConfig, run_footer
+
+    threshold = int(options.get("threshold") or RoutingConfig.shell_preview_tokens)
+    overrides = {"OSIRIS_HOME": str(home)}
+    if "roots" in options:
+        overrides["OSIRIS_ROOTS"] = options["roots"]
+    settings = Settings.from_env({**env, **overrides})
+    if size <= threshold or size > settings.max_payload_bytes:
+        return None  # small (a token is at least a byte), or over what OSIRIS holds
+    spool.seek(0)
+    text = spool.read().decode("utf-8")  # not UTF-8: shown verbatim (lossless)
+    from osiris.engine import Engine
+
+    session = options.get("session")
+    task = f"session:{session}" if session else "session:osiris-run"
+    client = options.get("client", "client")
+    with Engine(settings) as engine:
+        answer = engine.route_output(task, text, tool="Bash", args={"command": command},
+                                     failed=status != 0, cwd=os.getcwd(), client=client,
+                                     threshold=threshold)
+    if answer is None:
+        return None
+    body = answer["preview"].rstrip("\n")
+    return (body + "\n" if body else "") + run_footer(
+        exit_code=status, lines=int(answer["lines"]), tokens=int(answer["tokens"]),
+        ref=str(answer["ref"])) + "\n"
+
+
+def _log(home: Path, problem: str) -> None:
+    line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "client": "osiris-run", "event": "run", "problem": problem})
+    with contextlib.suppress(OSError):
+        home.mkdir(parents=True, exist_ok=True)
+        with (home / "hooks.log").open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+

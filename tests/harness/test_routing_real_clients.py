@@ -1,0 +1,175 @@
+"""Routing inside the real clients: what OSIRIS's hooks change reaches the model.
+
+Claude Code 2.1.328 and Codex 0.169.0 (``.ci/install-node-tools``) run against the
+scripted model with OSIRIS installed as a user installs it (``osiris install CLIENT
+--user --roots PROJECT``). Every assertion reads the prompts the client sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from osiris.harness.clients.configs import OSIRIS, install
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.model_script import (
+    FinalText,
+    ScriptedTurns,
+    ToolCall,
+    ANTHROPIC,
+    ModelRequest,
+    last_user_text,
+    prompt_text,
+    tool_results,
+)
+from osiris.harness.model_server import ModelServer
+from tests.harness.real_clients import TOOLS, require_client
+
+CODEX_ARGS = ("-m", "gpt-5-codex")
+REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+
+
+def _workspace(tmp_path: Path, client: str) -> tuple[Workspace, tuple[str, ...]]:
+    workspace = Workspace(tmp_path / client).reset(client)
+    installed = install(OSIRIS, client, workspace, TOOLS)
+    return workspace, installed.extra_args
+
+
+def _run(client: str, workspace: Workspace, calls: list[ToolCall],
+         extra: tuple[str, ...]) -> list[list[str]]:
+    with ModelServer(ScriptedTurns([*calls, FinalText("Done.")])) as server:
+        run = run_client(client, server, workspace, "go", tools=TOOLS, timeout_s=240,
+                         extra_args=(*extra, *(CODEX_ARGS if client == CODEX else ())))
+    assert run.returncode == 0, run.describe()
+    # Each prompt's tool results, then everything of its last user message (the tool
+    # result and what hooks added beside it).
+    return [[*tool_results(prompt), _since_last_call(prompt)] for prompt in run.prompts]
+
+
+def _since_last_call(prompt: ModelRequest) -> str:
+    """Every text the client sent after the model's last turn (Claude Code puts a hook's
+    added context in a message of its own after the tool result; Codex has none)."""
+    if prompt.api != ANTHROPIC:
+        return last_user_text(prompt) or "\n".join(tool_results(prompt)[-1:])
+    messages = prompt.body.get("messages") or []
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"),
+               default=-1)
+    return "\n".join(prompt_text({"messages": messages[last + 1:]}).splitlines())
+
+
+def _recall(workspace: Workspace, ref: str) -> str:
+    """The stored text of ``ref``, read from the session's OSIRIS home by the CLI."""
+    env = {**os.environ, "OSIRIS_HOME": str(workspace.osiris_home)}
+    code = ("import sys; from osiris import Settings; from osiris.engine import Engine\n"
+            "with Engine(Settings.from_env()) as e:\n"
+            "    sys.stdout.buffer.write(e.ref_bytes(sys.argv[1])[0])")
+    done = subprocess.run([sys.executable, "-c", code, ref], env=env, capture_output=True,
+                          check=True, timeout=120)
+    return done.stdout.decode("utf-8")
+
+
+def _big_file(path: Path, lines: int = 3000) -> list[str]:
+    text = [f"def function_{i}(x):  # NEEDLE-{i}" if i % 5 == 0 else f"    return x + {i}"
+            for i in range(1, lines + 1)]
+    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    return text
+
+
+def test_claude_code_gets_a_window_outline_and_ref_for_a_large_read(tmp_path: Path) -> None:
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    big = workspace.project / "big.py"
+    lines = _big_file(big)
+    small = workspace.project / "small.py"
+    small.write_text("print('small file')\n", encoding="utf-8")
+    results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("Read", {"file_path": str(big)}),
+        ToolCall("Read", {"file_path": str(big), "offset": 2990, "limit": 5}),
+        ToolCall("Read", {"file_path": str(small)}),
+        ToolCall("Edit", {"file_path": str(big), "old_string": lines[2994],
+                          "new_string": "    return x + 2995  # edited"})], extra)
+    first = results[1][-1]
+    # The window: line 250 is shown, line 251 is not; the context names the whole file.
+    assert "def function_250(x):  # NEEDLE-250" in first
+    assert "NEEDLE-255" not in first
+    assert "OSIRIS shortened this Read" in first and "has 3,000 lines" in first
+    outline = [int(n) for n in re.findall(r"^(\d+): def function_", first, re.MULTILINE)]
+    assert max(outline) > 2900 and min(outline) < 50  # it spans the whole file
+    (ref,) = set(REF.findall(first))
+    assert _recall(workspace, ref) == big.read_text("utf-8").replace(
+        "    return x + 2995  # edited", lines[2994])
+    # An explicit offset/limit passes untouched, and so does a small file.
+    assert "def function_2990(x):  # NEEDLE-2990" in results[2][-1]
+    assert len(results[2][-1]) < 2000
+    assert "OSIRIS shortened" not in results[2][-1]
+    assert "small file" in results[3][-1] and "OSIRIS" not in results[3][-1]
+    # Claude Code still lets the agent edit a line outside the window.
+    assert "updated" in results[4][-1].lower()
+    assert "# edited" in big.read_text("utf-8")
+
+
+def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) -> None:
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    rules = workspace.project / ".osiris" / "invariants.toml"
+    rules.parent.mkdir()
+    rules.write_text('[routing]\nexempt = ["seq 1 7*"]\n', encoding="utf-8")
+    failing = "seq 1 20000; echo 'FAILED tests/test_x.py::test_y - assert 1 == 2' >&2; exit 3"
+    quoted = "printf '%s|%s\\n' \"$(echo ünï \"q'd\")\" $((6*7)) && cat <<'EOF'\n$HOME `x`\nEOF"
+    results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("Bash", {"command": failing}),
+        ToolCall("Bash", {"command": "seq 1 7000"}),
+        ToolCall("Bash", {"command": quoted})], extra)
+    shown = results[1][-1]
+    assert "exit 3" in shown and "FAILED tests/test_x.py::test_y" in shown
+    assert len(shown) < 4000  # a preview, not 20,000 lines
+    (ref,) = set(REF.findall(shown))
+    stored = _recall(workspace, ref)
+    expected = subprocess.run(["bash", "-c", failing], capture_output=True, text=True)
+    assert stored.splitlines()[:20000] == expected.stdout.splitlines()
+    assert "FAILED tests/test_x.py::test_y" in stored
+    # The exempt command passed untouched (Claude Code persists a big output itself).
+    assert "[osiris: exit" not in results[2][-1] and "stored as mem://" not in results[2][-1]
+    assert "<persisted-output>" in results[2][-1]
+    # Quotes, $(), unicode and a heredoc run exactly as written.
+    assert results[3][-1].strip().splitlines() == ["ünï q'd|42", "$HOME `x`"]
+
+
+def test_a_broken_osiris_home_leaves_outputs_unchanged(tmp_path: Path) -> None:
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    workspace.osiris_home.mkdir(parents=True, exist_ok=True)
+    (workspace.osiris_home / "osiris.duckdb").write_bytes(b"not a database" * 100)
+    big = workspace.project / "big.py"
+    _big_file(big)
+    results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("Read", {"file_path": str(big)}),
+        ToolCall("Bash", {"command": "seq 1 3000 | tail -n 2"})], extra)
+    assert "NEEDLE-1995" in results[1][-1]  # Claude Code's own 2,000-line read
+    assert "OSIRIS shortened" not in results[1][-1]
+    assert results[2][-1].strip() == "2999\n3000"
+
+
+def test_codex_shell_output_becomes_a_preview_with_its_ref(tmp_path: Path) -> None:
+    require_client(CODEX)
+    workspace, extra = _workspace(tmp_path, CODEX)
+    hooks = json.loads((workspace.codex_home / "hooks.json").read_text("utf-8"))
+    assert set(hooks["hooks"]) == {"PreToolUse", "PostToolUse", "SessionStart"}
+    big = workspace.project / "big.py"
+    _big_file(big)
+    results = _run(CODEX, workspace, [
+        ToolCall("exec_command", {"cmd": "sed -n '1,3000p' big.py"}),
+        ToolCall("exec_command", {"cmd": "echo small; exit 4"})], extra)
+    shown = results[1][-1]
+    assert "osiris: exit 0" in shown and "3,000 lines" in shown
+    assert "truncated" not in shown.lower()  # Codex's own cut is no longer needed
+    (ref,) = set(REF.findall(shown))
+    assert _recall(workspace, ref) == big.read_text("utf-8")
+    assert "Process exited with code 4" in results[2][-1]
+    assert results[2][-1].endswith("small\n")
