@@ -32,6 +32,24 @@ BARE = "bare"
 OSIRIS = "osiris"
 CONTEXT_MODE = "context-mode"
 CONFIGURATIONS = (BARE, OSIRIS, CONTEXT_MODE)
+"""The configurations whose first prompt is measured (:mod:`osiris.harness.client_heads`)."""
+OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
+    "osiris-observe": {"read": False, "shell": False, "mcp_outputs": False,
+                       "compaction": False},
+    "osiris-read": {"shell": False},
+    "osiris-shell": {"read": False},
+}
+"""OSIRIS with one routing feature at a time (``[routing]`` of an invariants file in a
+root of its own): ``osiris-observe`` is OSIRIS before routing (its hooks only watch)."""
+SESSION_CONFIGURATIONS = (BARE, OSIRIS, *OSIRIS_FEATURES, CONTEXT_MODE)
+_SKIPPED = {CODEX: ("osiris-read", "osiris-shell")}
+"""Codex has no Read tool: reads are shell commands, so osiris-shell is osiris there."""
+
+
+def configurations_of(client: str, wanted: tuple[str, ...] = SESSION_CONFIGURATIONS,
+                      ) -> tuple[str, ...]:
+    """The configurations measured in ``client`` (those that differ there)."""
+    return tuple(c for c in wanted if c not in _SKIPPED.get(client, ()))
 CONTEXT_MODE_VERSION = "1.0.169"
 INSTALL_TIMEOUT_S = 300.0
 
@@ -55,8 +73,9 @@ def install(configuration: str, client: str, workspace: Workspace, tools: Tools,
     """Install ``configuration`` for ``client`` into a freshly reset ``workspace``."""
     if configuration == BARE:
         return Installed(BARE)
-    if configuration == OSIRIS:
-        return _install_osiris(client, workspace, tools, python)
+    if configuration == OSIRIS or configuration in OSIRIS_FEATURES:
+        return _install_osiris(client, workspace, tools, python,
+                               OSIRIS_FEATURES.get(configuration))
     if configuration == CONTEXT_MODE:
         if not (tools.context_mode / "package.json").exists():
             raise InstallError(f"{tools.context_mode} is missing: run .ci/install-peers node")
@@ -77,16 +96,26 @@ def _run(argv: list[str], workspace: Workspace, client: str, tools: Tools,
     return " ".join(argv)
 
 
-def _install_osiris(client: str, workspace: Workspace, tools: Tools, python: str) -> Installed:
+def _install_osiris(client: str, workspace: Workspace, tools: Tools, python: str,
+                    routing: dict[str, bool] | None = None) -> Installed:
     # --roots: the project OSIRIS may read files of (a large Read is windowed only there).
-    argv = [python, "-m", "osiris", "install", client, "--user", "--roots",
-            str(workspace.project)]
+    roots = [str(workspace.project)]
+    notes = []
+    if routing is not None:  # a root of its own, so the project's tree stays the trace's
+        config = workspace.root / "osiris-routing"
+        (config / ".osiris").mkdir(parents=True, exist_ok=True)
+        text = "[routing]\n" + "".join(f"{k} = {str(v).lower()}\n" for k, v in routing.items())
+        (config / ".osiris" / "invariants.toml").write_text(text, encoding="utf-8")
+        roots.append(str(config))
+        notes.append("ROUTING/.osiris/invariants.toml: " + text.replace("\n", " ").strip())
+    argv = [python, "-m", "osiris", "install", client, "--user", "--roots", ";".join(roots)]
     command = _run(argv, workspace, client, tools, {"OSIRIS_HOME": str(workspace.osiris_home)})
     # Codex runs hooks only once trusted: a user trusts them when Codex asks; offline
     # runs pass --dangerously-bypass-hook-trust (as for context-mode).
     extra = ("--dangerously-bypass-hook-trust",) if client == CODEX else ()
-    return Installed(OSIRIS, [command.replace(python, "python")
-                              .replace(str(workspace.project), "PROJECT")], extra_args=extra)
+    command = (command.replace(python, "python").replace(str(workspace.project), "PROJECT")
+               .replace(str(workspace.root / "osiris-routing"), "ROUTING"))
+    return Installed(OSIRIS, [*notes, command], extra_args=extra)
 
 
 def _context_mode_claude_code(workspace: Workspace, tools: Tools) -> Installed:
@@ -120,5 +149,6 @@ def _context_mode_codex(workspace: Workspace, tools: Tools) -> Installed:
         extra_args=("--dangerously-bypass-hook-trust",))
 
 
-__all__ = ["BARE", "CODEX", "CONFIGURATIONS", "CONTEXT_MODE", "OSIRIS", "InstallError",
-           "Installed", "install"]
+__all__ = ["BARE", "CODEX", "CONFIGURATIONS", "CONTEXT_MODE", "OSIRIS", "OSIRIS_FEATURES",
+           "SESSION_CONFIGURATIONS", "InstallError", "Installed", "configurations_of",
+           "install"]

@@ -41,7 +41,13 @@ from typing import Any
 from osiris.core.cache_sim import Prompt, Segment, simulate
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.harness.clients.configs import BARE, CONFIGURATIONS, InstallError, install
+from osiris.harness.clients.configs import (
+    BARE,
+    SESSION_CONFIGURATIONS,
+    InstallError,
+    configurations_of,
+    install,
+)
 from osiris.harness.clients.heads import Neutraliser, measure_head
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
@@ -320,7 +326,8 @@ def run_session(trace_path: Path, traces_dir: Path, tarball: Path, configuration
     return Measured(name, client, configuration, status, row["seconds"], turns, row)
 
 
-def run_all(repo: Path, *, quick: bool = False, configurations: Sequence[str] = CONFIGURATIONS,
+def run_all(repo: Path, *, quick: bool = False,
+            configurations: Sequence[str] = SESSION_CONFIGURATIONS,
             say: Callable[[str], None] = lambda _m: None, root: Path = ROOT
             ) -> list[Measured]:
     """Every trace with a workspace, in its own client, in every configuration."""
@@ -350,7 +357,7 @@ def _run_found(found: list[tuple[Path, Path]], traces_dir: Path, tools: Tools,
         if client is None:
             continue
         missing = tools.missing([client])
-        for configuration in configurations:
+        for configuration in configurations_of(client, tuple(configurations)):
             name = str(trace_path.relative_to(traces_dir).parent)
             if missing:
                 out.append(Measured(name, client, configuration,
@@ -469,7 +476,7 @@ def shares(rows: list[dict[str, Any]]) -> list[str]:
     for client in (CLAUDE_CODE, CODEX):
         ok = [r for r in rows if r["client"] == client and r["status"] == "ok"]
         bare = [r["first_prompt_tokens"] for r in ok if r["configuration"] == BARE]
-        for configuration in CONFIGURATIONS:
+        for configuration in SESSION_CONFIGURATIONS:
             mine = [r for r in ok if r["configuration"] == configuration]
             if not mine:
                 continue
@@ -483,7 +490,7 @@ def shares(rows: list[dict[str, Any]]) -> list[str]:
             notes = sum(int(r.get("osiris_hook_notes") or 0) for r in mine)
             out.append(f"| {client} | {configuration} | {first:,.0f} | "
                        f"{'—' if delta is None else f'{delta:+,.0f}'} | {how} | "
-                       f"{notes if configuration == 'osiris' else '—'} |")
+                       f"{notes if configuration.startswith('osiris') else '—'} |")
     return out
 
 
@@ -497,7 +504,7 @@ def pooled(rows: list[dict[str, Any]]) -> list[str]:
         sessions = sorted({r["session"] for r in mine})
         complete = [s for s in sessions if all(
             any(r["session"] == s and r["configuration"] == c and r["status"] == "ok"
-                for r in mine) for c in CONFIGURATIONS if any(
+                for r in mine) for c in SESSION_CONFIGURATIONS if any(
                 r["configuration"] == c for r in mine))]
         if not complete:
             continue
@@ -506,7 +513,7 @@ def pooled(rows: list[dict[str, Any]]) -> list[str]:
                           if r["configuration"] == BARE and r["session"] in complete)
         base_cost = sum(r[f"billed_cost_{model}"] for r in mine
                         if r["configuration"] == BARE and r["session"] in complete)
-        for configuration in CONFIGURATIONS:
+        for configuration in SESSION_CONFIGURATIONS:
             chosen = [r for r in mine if r["configuration"] == configuration
                       and r["session"] in complete]
             if not chosen:
