@@ -375,3 +375,9 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def process_environment() -> dict[str, str]:
+    """A copy of this process's environment, for what runs a command in it as it is
+    (``osiris run``): the variables are passed on, not interpreted."""
+    return dict(os.environ)

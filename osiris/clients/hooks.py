@@ -110,7 +110,8 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[
     answer = engine.observe(f"session:{call.session_id}", "error" if failed else "result",
                             tool=call.tool, args=args, result=text,
                             actor=f"{client}:{call.session_id}", client_format=client,
-                            client_event=call.event, cwd=call.cwd)
+                            client_event=call.event, cwd=call.cwd,
+                            tool_use_id=call.tool_use_id)
     return dict(answer["client_output"])
 
 

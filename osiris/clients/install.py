@@ -15,10 +15,11 @@ TOML. (``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME`` move the user-scope files as the
 What is OSIRIS's, precisely: the server entry under NAME whose ``args`` are
 ``["-m", "osiris"]`` (anything else under NAME belongs to the user and is only
 replaced with ``--force``); hook handlers whose command runs
-``-m osiris hook claude-code`` (or ``codex``), or ``mcp_tool`` handlers calling an ``osiris_`` tool of
-server NAME. Install adds or updates only those, uninstall removes only those plus the
-containers and files the install created (see :mod:`osiris.clients.files` for the
-record), so an install followed by an uninstall gives back the original bytes.
+``-m osiris hook claude-code`` (or ``codex``), or ``mcp_tool`` handlers calling an
+``osiris_`` tool of server NAME. Install adds or updates only those, uninstall removes
+only those plus the containers and files the install created (see
+:mod:`osiris.clients.files` for the record), so an install followed by an uninstall
+gives back the original bytes.
 
 Everything is planned first (parsed, edited in memory, verified) and written only when
 every file of the client could be planned: a malformed settings file or a foreign
@@ -433,7 +434,7 @@ def _codex_edit(target: Target, name: str, wanted: dict[str, Any] | None,
                            record_home, [], toml_separator=separator)
 
 
-# -- client hooks (Claude Code, Codex) --------------------------------------------------------------
+# -- client hooks (Claude Code, Codex) -----------------------------------------------
 
 
 def is_own_handler(handler: Any, name: str) -> bool:

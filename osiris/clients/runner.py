@@ -16,8 +16,9 @@ part. Whatever goes wrong on OSIRIS's side (no spool, a busy or broken home, out
 is not UTF-8 or over ``OSIRIS_MAX_PAYLOAD_BYTES``) the output is printed verbatim and one
 line goes to ``$OSIRIS_HOME/hooks.log``: a command never breaks because of OSIRIS.
 
-This module imports only the standard library until the command has finished, so the
-command starts within a Python start-up of being asked.
+This module imports only the standard library (and :mod:`osiris.config`, which
+``python -m osiris`` has loaded anyway) until the command has finished, so the command
+starts within a Python start-up of being asked.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
+
+from osiris.config import process_environment
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SHELLS = ("bash", "zsh", "sh")
@@ -54,6 +57,8 @@ def _parse(argv: Sequence[str]) -> tuple[dict[str, str], str] | str:
     options: dict[str, str] = {}
     args = list(argv)
     while args and args[0] != "--":
+        if not args[0].startswith("--"):
+            break
         key = args.pop(0)
         if key not in OPTIONS or not args:
             return (f"osiris run: unknown option {key!r}; usage: osiris run [--shell SH] "
@@ -73,16 +78,16 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(parsed + "\n")
         return EXIT_USAGE
     options, command = parsed
-    env = dict(os.environ)
+    env = process_environment()
     shell = options.get("shell") or default_shell(env)
     home = Path(options.get("home") or env.get("OSIRIS_HOME") or "~/.osiris").expanduser()
     try:
         spool_dir = home / "spool"
         spool_dir.mkdir(parents=True, exist_ok=True)
-        spool: IO[bytes] = tempfile.TemporaryFile(dir=spool_dir)
+        spool: IO[bytes] = tempfile.TemporaryFile(dir=spool_dir)  # noqa: SIM115 (with below)
     except OSError as exc:  # nowhere to keep the output: run the command untouched
         _log(home, f"no spool ({exc}); ran uncaptured")
-        os.execvp(shell, [shell, "-c", command])
+        os.execvp(shell, [shell, "-c", command])  # noqa: S606 - the command, as asked
     with spool:
         status = _run(shell, command, spool)
         _show(spool, status, command, options, home, env)
@@ -150,7 +155,7 @@ def _show(spool: IO[bytes], status: int, command: str, options: dict[str, str],
     size = spool.tell()
     try:
         preview = _stored_preview(spool, size, status, command, options, home, env)
-    except Exception as exc:  # noqa: BLE001 — any failure of OSIRIS: the output as is
+    except Exception as exc:
         _log(home, f"output shown verbatim: {type(exc).__name__}: {exc}")
         preview = None
     if preview is None:

@@ -194,23 +194,26 @@ and after a compaction the earlier read may have left the prompt, which OSIRIS c
 see; denying the re-read made the next edit fail (the real-client benchmark)."""
 
 
+def objects(output: dict[str, Any]) -> bool:
+    """Whether a PreToolUse output denies the call or asks the user."""
+    return output.get("hookSpecificOutput", {}).get("permissionDecision") in ("deny", "ask")
+
+
+def with_context(output: dict[str, Any], context: str) -> dict[str, Any]:
+    """``output`` with ``context`` added for the model (a windowed read's outline and
+    ref; never clipped)."""
+    inner = dict(output.get("hookSpecificOutput") or {"hookEventName": PRE_EVENT})
+    inner["additionalContext"] = "\n".join(filter(None, (inner.get("additionalContext"),
+                                                          context)))
+    return {**output, "hookSpecificOutput": inner}
+
+
 def pre_tool_use_decision(answer: dict[str, Any], note: str | None = None,
-                          tool: str | None = None, route_context: str | None = None,
-                          ) -> dict[str, Any]:
+                          tool: str | None = None) -> dict[str, Any]:
     """Claude Code's PreToolUse output for a precheck answer (``{}``: no objection);
-    ``note`` is context the agent should get whatever the verdict, ``route_context``
-    what a rewritten call adds (a windowed read's outline and ref; never clipped). An
-    exact duplicate of a :data:`REREAD_TOOLS` call passes: OSIRIS cannot know that the
-    first result is still in the prompt."""
-    out = _decision(answer, note, tool)
-    if route_context:
-        inner = out.setdefault("hookSpecificOutput", {"hookEventName": PRE_EVENT})
-        inner["additionalContext"] = "\n".join(
-            filter(None, (inner.get("additionalContext"), route_context)))
-    return out
-
-
-def _decision(answer: dict[str, Any], note: str | None, tool: str | None) -> dict[str, Any]:
+    ``note`` is context the agent should get whatever the verdict. An exact duplicate
+    of a :data:`REREAD_TOOLS` call passes here (OSIRIS's re-read check, which knows
+    whether the first result is still in the prompt, is routing's)."""
     verdict = answer.get("verdict", "allow")
     found = [str(r) for r in answer.get("reasons", ())]
     if (tool in REREAD_TOOLS and verdict == "suggest_alternative" and found
@@ -275,6 +278,15 @@ def with_updated_input(output: dict[str, Any], updated: dict[str, Any],
     inner["updatedInput"] = updated
     if client == "codex":
         inner["permissionDecision"] = "allow"
+    return {**output, "hookSpecificOutput": inner}
+
+
+def pointer_decision(output: dict[str, Any], reason: str) -> dict[str, Any]:
+    """``output`` turned into a denial whose reason points at an earlier result (a
+    re-read OSIRIS is sure of): the model gets the pointer instead of a second copy."""
+    inner = dict(output.get("hookSpecificOutput") or {"hookEventName": PRE_EVENT})
+    inner["permissionDecision"] = "deny"
+    inner["permissionDecisionReason"] = reason
     return {**output, "hookSpecificOutput": inner}
 
 

@@ -17,14 +17,6 @@ from typing import Any
 
 from osiris.config import Settings
 from osiris.core import client_hooks
-from osiris.core.routing import (
-    SHELL_TOOLS,
-    WRAP_MARK,
-    compaction_context,
-    foreign_mcp_tool,
-    replaced_output,
-    wrap_command,
-)
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.display import escape_controls
@@ -32,12 +24,21 @@ from osiris.core.hashing import digest_of_ref
 from osiris.core.manifest import render_manifest
 from osiris.core.operating_context import context_view, resolve_project
 from osiris.core.prefix import compute_zones
+from osiris.core.routing import (
+    SHELL_TOOLS,
+    WRAP_MARK,
+    compaction_context,
+    foreign_mcp_tool,
+    read_candidate,
+    replaced_output,
+    wrap_command,
+)
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter, default_counter
 from osiris.engine import checkpoints, client_sessions, governance, handoffs, observing, planning
 from osiris.engine import memory as memory_ops
-from osiris.engine import routing as routing_ops
 from osiris.engine import recall as recall_op
+from osiris.engine import routing as routing_ops
 from osiris.engine.agent_input import scrubbing_facade
 from osiris.engine.context import (
     EngineContext,
@@ -211,12 +212,15 @@ class Engine:
                                          confirmed=confirmed)
             shown = None
             if client_format is not None:
-                route = None
-                if answer.get("verdict", "allow") in ("allow", "warn"):
-                    route = self._route_call(tx, task_id, tool, args or {}, cwd)
                 output = client_hooks.pre_tool_use_decision(
                     answer, client_sessions.first_sight_note(task_id) if created else None,
-                    tool=tool, route_context=route.get("context") if route else None)
+                    tool=tool)
+                route = None if client_hooks.objects(output) else self._route_call(
+                    tx, task_id, tool, args or {}, cwd)
+                if route and route["op"] == "pointer":
+                    output = client_hooks.pointer_decision(output, route["reason"])
+                elif route and route.get("context"):
+                    output = client_hooks.with_context(output, route["context"])
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
                 if route:
@@ -229,6 +233,14 @@ class Engine:
         """How a client hook should rewrite the call (``osiris.core.routing``): a window
         of a large file, or running a shell command through ``osiris run``."""
         config = routing_ops.config_of(self.ctx, tx)
+        if tool == "Read":
+            asks = [args]
+            if read_candidate(tool, args, config) is not None:  # it may be windowed
+                asks.append({**args, "offset": 1, "limit": config.read_window_lines})
+            for asked in asks:
+                pointer = routing_ops.reread(self.ctx, tx, task_id, asked, cwd, config)
+                if pointer is not None:
+                    return {"op": "pointer", "reason": pointer}
         read = routing_ops.route_read(self.ctx, tx, task_id, tool, args, cwd, config)
         if read is not None:
             return {"op": "window", "offset": 1, "limit": config.read_window_lines,
@@ -312,7 +324,8 @@ class Engine:
                 path: str | None = None, seal: str | None = None,
                 usage: dict[str, Any] | None = None, actor: str | None = None,
                 principal: str | None = None, client_format: str | None = None,
-                client_event: str = "PostToolUse", cwd: str | None = None) -> dict[str, Any]:
+                client_event: str = "PostToolUse", cwd: str | None = None,
+                tool_use_id: str | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage.
 
         ``client_format="claude-code"``: observed by a client hook (``client_event``
@@ -336,6 +349,8 @@ class Engine:
                     client_sessions.first_sight_note(task_id) if created else None)
                 output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
                                                   client_format, client_event, output)
+                if tool == "Read" and kind != "error" and isinstance(args, dict):
+                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)

@@ -10,6 +10,7 @@ passes as the client sent it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -121,6 +122,65 @@ def store_output(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, tool: s
             "preview": preview.text, "preview_tokens": preview.tokens}
 
 
+def _file_digest(ctx: EngineContext, path: str, cwd: str | None) -> tuple[str, str] | None:
+    """(resolved path, sha256 of the bytes) of a file inside the roots, else None."""
+    if not ctx.settings.roots:
+        return None
+    try:
+        resolved, _ = resolve_in_roots(_absolute(path, cwd), ctx.settings.roots)
+        if os.stat(resolved).st_size > ctx.settings.max_file_bytes:
+            return None
+        with open(resolved, "rb") as fh:
+            return str(resolved), hashlib.sha256(fh.read()).hexdigest()
+    except (OsirisError, OSError):
+        return None
+
+
+def record_served(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
+                  cwd: str | None, tool_use_id: str | None) -> None:
+    """A ``Read`` result reached the model: remember the file's bytes and the window."""
+    key = routing.read_key(tool_input)
+    path = tool_input.get("file_path")
+    if key is None or not isinstance(path, str):
+        return
+    found = _file_digest(ctx, path, cwd)
+    if found is None:
+        return
+    tx.event("route.served", {"path": found[0], "offset": key[0], "limit": key[1],
+                              "sha256": found[1], "tool_use_id": tool_use_id},
+             task_id=task_id)
+
+
+def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
+           cwd: str | None, config: RoutingConfig) -> str | None:
+    """The pointer for a ``Read`` OSIRIS is sure is a second copy, else None: the same
+    file and window served in this task, the file's bytes unchanged since, and no
+    compaction since."""
+    key = routing.read_key(tool_input)
+    path = tool_input.get("file_path")
+    if not config.rereads or key is None or not isinstance(path, str):
+        return None
+    found = _file_digest(ctx, path, cwd)
+    if found is None:
+        return None
+    row = tx.con.execute(
+        "SELECT seq, body->>'sha256', body->>'tool_use_id' FROM events WHERE task_id = ?"
+        " AND kind = 'route.served' AND body->>'path' = ? AND coalesce(body->>'offset', '')"
+        " = ? AND coalesce(body->>'limit', '') = ? ORDER BY seq DESC LIMIT 1",
+        [task_id, found[0], "" if key[0] is None else str(key[0]),
+         "" if key[1] is None else str(key[1])]).fetchone()
+    if row is None or row[1] != found[1]:
+        return None
+    later = tx.con.execute("SELECT 1 FROM events WHERE task_id = ? AND seq > ? AND kind ="
+                           " 'client.compacted' LIMIT 1",
+                           [task_id, row[0]]).fetchone()
+    if later is not None:
+        return None
+    window = "" if key == (None, None) else f" (offset {key[0] or 1}, limit {key[1]})"
+    tx.event("route.reread", {"path": found[0], "served_seq": row[0]}, task_id=task_id)
+    return routing.reread_pointer(str(path), tool_use_id=row[2], window=window)
+
+
 LIVE_REF_MIN_TOKENS = 500
 """Refs smaller than this are not worth a line after a compaction."""
 
@@ -129,9 +189,14 @@ def live_refs(tx: Tx, task_id: str, files: dict[str, str], limit: int = 30,
               ) -> list[dict[str, Any]]:
     """The task's refs worth recalling, newest first: ref, tokens and what they held."""
     rows = tx.con.execute(
-        "SELECT tr.ref, r.tokens, tr.via, (SELECT arg_min(coalesce(l.detail->>'path',"
+        "SELECT tr.ref, r.tokens, tr.via, coalesce((SELECT arg_min(e.body->>'path', e.seq)"
+        " FROM events e WHERE e.task_id = tr.task_id AND e.kind = 'route.read'"
+        " AND e.body->>'ref' = tr.ref), (SELECT arg_min(coalesce(l.detail->>'path',"
         " concat_ws(' ', l.detail->>'tool', substr(l.detail->>'args', 1, 80))), l.ts_us)"
-        " FROM ledger l WHERE l.task_id = tr.task_id AND l.ref = tr.ref) AS what"
+        " FROM ledger l WHERE l.task_id = tr.task_id AND l.ref = tr.ref),"
+        " (SELECT arg_min(concat_ws(' ', e.body->>'tool', substr(e.body->>'args', 1, 80)),"
+        " e.seq) FROM events e WHERE e.task_id = tr.task_id AND e.kind = 'route.output'"
+        " AND e.body->>'ref' = tr.ref)) AS what"
         " FROM task_refs tr JOIN refs r USING (ref) WHERE tr.task_id = ? AND r.tokens >= ?"
         " ORDER BY tr.created_us DESC LIMIT ?",
         [task_id, LIVE_REF_MIN_TOKENS, limit + 1]).fetchall()

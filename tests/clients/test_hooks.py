@@ -176,7 +176,7 @@ def test_each_verdict_maps_to_a_claude_code_decision(project: Path) -> None:
     assert verdict == "deny" and "Never force-push" in text
 
 
-def test_a_repeated_read_passes_and_a_repeated_search_is_answered_from_the_store(
+def test_a_repeated_read_gets_a_pointer_and_a_repeated_search_is_answered_from_the_store(
         project: Path) -> None:
     (project / "notes.txt").write_text("alpha\n" * 50, encoding="utf-8")
     env = {"OSIRIS_ROOTS": str(project)}
@@ -196,9 +196,16 @@ def test_a_repeated_read_passes_and_a_repeated_search_is_answered_from_the_store
     search = {"pattern": "alpha", "path": str(project)}
     call("Read", read, "alpha\n" * 50)
     call("Grep", search, "notes.txt:1:alpha")
-    assert call("Read", read, "alpha\n" * 50) == (None, "")
+    # The file is unchanged and still in the prompt (no compaction): a pointer to it.
+    verdict, reason = call("Read", read, "alpha\n" * 50)
+    assert verdict == "deny" and "unchanged since you read it" in reason
     verdict, reason = call("Grep", search, "notes.txt:1:alpha")
     assert verdict == "deny" and "exact_duplicate" in reason and "osiris_recall" in reason
+    # With re-reads switched off, LoopGuard's duplicate of a Read still passes (Claude
+    # Code edits only a file it has read; tests/clients/test_routing_hooks.py has the
+    # compaction case).
+    (project / ".osiris" / "invariants.toml").write_text(RULES + "\n[routing]\nrereads = false\n")
+    assert call("Read", read, "alpha\n" * 50) == (None, "")
 
 
 def test_repeated_failures_are_blocked_with_the_required_action() -> None:

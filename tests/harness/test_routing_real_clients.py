@@ -14,16 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from osiris.harness.clients.configs import OSIRIS, install
 from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
 from osiris.harness.model_script import (
+    ANTHROPIC,
     FinalText,
+    ModelRequest,
     ScriptedTurns,
     ToolCall,
-    ANTHROPIC,
-    ModelRequest,
     last_user_text,
     prompt_text,
     tool_results,
@@ -74,7 +72,7 @@ def _recall(workspace: Workspace, ref: str) -> str:
     return done.stdout.decode("utf-8")
 
 
-def _big_file(path: Path, lines: int = 3000) -> list[str]:
+def _big_file(path: Path, lines: int = 4000) -> list[str]:
     text = [f"def function_{i}(x):  # NEEDLE-{i}" if i % 5 == 0 else f"    return x + {i}"
             for i in range(1, lines + 1)]
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
@@ -93,14 +91,17 @@ def test_claude_code_gets_a_window_outline_and_ref_for_a_large_read(tmp_path: Pa
         ToolCall("Read", {"file_path": str(big), "offset": 2990, "limit": 5}),
         ToolCall("Read", {"file_path": str(small)}),
         ToolCall("Edit", {"file_path": str(big), "old_string": lines[2994],
-                          "new_string": "    return x + 2995  # edited"})], extra)
+                          "new_string": "    return x + 2995  # edited"}),
+        ToolCall("Read", {"file_path": str(small)}),
+        ToolCall("Edit", {"file_path": str(small), "old_string": "small file",
+                          "new_string": "small file, edited"})], extra)
     first = results[1][-1]
     # The window: line 250 is shown, line 251 is not; the context names the whole file.
     assert "def function_250(x):  # NEEDLE-250" in first
     assert "NEEDLE-255" not in first
-    assert "OSIRIS shortened this Read" in first and "has 3,000 lines" in first
+    assert "OSIRIS shortened this Read" in first and "has 4,000 lines" in first
     outline = [int(n) for n in re.findall(r"^(\d+): def function_", first, re.MULTILINE)]
-    assert max(outline) > 2900 and min(outline) < 50  # it spans the whole file
+    assert max(outline) > 3900 and min(outline) < 50  # it spans the whole file
     (ref,) = set(REF.findall(first))
     assert _recall(workspace, ref) == big.read_text("utf-8").replace(
         "    return x + 2995  # edited", lines[2994])
@@ -112,6 +113,11 @@ def test_claude_code_gets_a_window_outline_and_ref_for_a_large_read(tmp_path: Pa
     # Claude Code still lets the agent edit a line outside the window.
     assert "updated" in results[4][-1].lower()
     assert "# edited" in big.read_text("utf-8")
+    # The unchanged small file read again: a pointer, not a second copy; editing it works.
+    assert "unchanged since you read it" in results[5][-1]
+    assert "print('small file')" not in results[5][-1]
+    assert "updated" in results[6][-1].lower()
+    assert "small file, edited" in small.read_text("utf-8")
 
 
 def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) -> None:
@@ -131,7 +137,8 @@ def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) ->
     assert len(shown) < 4000  # a preview, not 20,000 lines
     (ref,) = set(REF.findall(shown))
     stored = _recall(workspace, ref)
-    expected = subprocess.run(["bash", "-c", failing], capture_output=True, text=True)
+    expected = subprocess.run(["bash", "-c", failing], capture_output=True, text=True,
+                              check=False)
     assert stored.splitlines()[:20000] == expected.stdout.splitlines()
     assert "FAILED tests/test_x.py::test_y" in stored
     # The exempt command passed untouched (Claude Code persists a big output itself).
@@ -164,10 +171,10 @@ def test_codex_shell_output_becomes_a_preview_with_its_ref(tmp_path: Path) -> No
     big = workspace.project / "big.py"
     _big_file(big)
     results = _run(CODEX, workspace, [
-        ToolCall("exec_command", {"cmd": "sed -n '1,3000p' big.py"}),
+        ToolCall("exec_command", {"cmd": "cat big.py"}),
         ToolCall("exec_command", {"cmd": "echo small; exit 4"})], extra)
     shown = results[1][-1]
-    assert "osiris: exit 0" in shown and "3,000 lines" in shown
+    assert "osiris: exit 0" in shown and "4,000 lines" in shown
     assert "truncated" not in shown.lower()  # Codex's own cut is no longer needed
     (ref,) = set(REF.findall(shown))
     assert _recall(workspace, ref) == big.read_text("utf-8")

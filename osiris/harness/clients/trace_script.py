@@ -23,17 +23,21 @@ final answer) it looks at the prompt it has just received:
   the longest substring of the need, at least 4 characters, visible in that prompt): a
   file (a ``Read``, an edit, a persisted Bash output) is searched with ``Grep`` (Codex:
   ``grep -n -F``), then paged with ``Read`` offset/limit (Codex: ``sed -n``) in
-  :data:`~osiris.harness.retrieval.WINDOW_LINES`-line windows; a command's output is
-  searched by running the command again through ``grep -n -F``, then paged through
-  ``sed -n``; a ``Grep``/``Glob`` result by issuing it again. Each retrieval call is
-  counted; after :data:`~osiris.harness.retrieval.MAX_CALLS` calls the need is **lost**.
+  :data:`~osiris.harness.retrieval.WINDOW_LINES`-line windows from a little above the
+  first line the search found (then the lines above it), as an agent reading the
+  search's line numbers would; a command's output is searched by running the command
+  again through ``grep -n -F``, then paged through ``sed -n`` the same way; a
+  ``Grep``/``Glob`` result by issuing it again. Each retrieval call is counted; after
+  :data:`~osiris.harness.retrieval.MAX_CALLS` calls the need is **lost**.
 
-``osiris_recall`` is not used: at this commit no OSIRIS ref reaches the prompt in
-either client (its hooks only observe), so the ``visible`` rule gives it nothing to ask
-for. A compaction request (Claude Code's "create a detailed summary" prompt) is answered
-with the summary the trace's own model wrote at that point (in order), else a fixed
-line. Side queries (no tools offered) get ``OK``. The script is stateful (a compaction
-rewrites the history, so the step cannot be read off the request) and thread-safe.
+``osiris_recall`` is not used: the model keeps to the client's own tools in every
+configuration, so a window or preview OSIRIS put in the prompt is searched and paged
+like any other output (OSIRIS gets no credit for its own recall; in Claude Code it would
+first need a tool search to load the deferred tool). A compaction request (Claude
+Code's "create a detailed summary" prompt) is answered with the summary the trace's
+own model wrote at that point (in order), else a fixed line. Side queries (no tools
+offered) get ``OK``. The script is stateful (a compaction rewrites the history, so the
+step cannot be read off the request) and thread-safe.
 """
 
 from __future__ import annotations
@@ -174,7 +178,19 @@ class _Retrieval:
     query: str | None
     page: int = 0
     searched: bool = False
+    start: int = 1
+    """The line paging starts from: a little above the search's first hit (1 without)."""
 
+
+_HIT = re.compile(r"^(?:[^\n:]*:)?(\d+)[:-]", re.MULTILINE)
+LEAD_LINES = 20
+"""Paging starts this many lines above the line the search found."""
+
+
+def first_hit(search_output: str) -> int | None:
+    """The first line number a ``grep -n`` / ``Grep -n`` output names (None: no hit)."""
+    match = _HIT.search(search_output)
+    return int(match.group(1)) if match else None
 
 @dataclass
 class TraceScript:
@@ -321,7 +337,11 @@ class TraceScript:
         planned = self.calls[r.state.source]
         if planned.skip is not None:
             return None
-        call = self._search(r, source.tool, planned) if not r.searched and r.query else None
+        searching = not r.searched and r.query
+        call = self._search(r, source.tool, planned) if searching else None
+        if r.searched and r.page == 0:  # the search ran: page from where it found the query
+            hit = first_hit(self._last_result())
+            r.start = max(1, hit - LEAD_LINES) if hit else 1
         r.searched = True
         if call is None:
             call = self._page(r, planned)
@@ -346,8 +366,16 @@ class TraceScript:
         return ("Bash", {"command": piped, "description": "Search the earlier output"}) \
             if self.client == CLAUDE_CODE else ("exec_command", {"cmd": piped})
 
-    def _page(self, r: _Retrieval, planned: Planned) -> tuple[str, Any] | None:
-        first, last = r.page * WINDOW_LINES + 1, (r.page + 1) * WINDOW_LINES
+    def _page(self, r: _Retrieval,  # noqa: PLR0911 - one return per way a page ends
+              planned: Planned) -> tuple[str, Any] | None:
+        first = r.start + r.page * WINDOW_LINES
+        if r.state.file and r.start > 1 and first > _line_count(r.state.file):
+            # past the end from the hit: the lines above it, from the top
+            first = 1 + (r.page - _pages_to_end(r.start, _line_count(r.state.file))
+                         ) * WINDOW_LINES
+            if first >= r.start:
+                return None
+        last = first + WINDOW_LINES - 1
         r.page += 1
         if r.state.file:
             if first > _line_count(r.state.file):
@@ -395,6 +423,11 @@ class TraceScript:
 
     def finish(self) -> None:
         """Needs never reached (the client stopped early) stay ``pending``."""
+
+
+def _pages_to_end(start: int, lines: int) -> int:
+    """How many windows from ``start`` reach the end of a ``lines``-line file."""
+    return max(0, -(-(lines - start + 1) // WINDOW_LINES))
 
 
 def _command_of(planned: Planned) -> str | None:

@@ -1,0 +1,124 @@
+"""``osiris run -- COMMAND`` as a real process: exact, lossless, fail-open."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from osiris.config import Settings
+from osiris.engine import Engine
+from tests.conftest import home_rows
+
+REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+
+
+def run(command: str, *options: str, stdin: bytes | None = None, cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "osiris", "run", *options, "--", command],
+                          input=stdin, capture_output=True, timeout=120, cwd=cwd,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+def bash(command: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["bash", "-c", command], input=stdin, capture_output=True,
+                          timeout=120, check=False)
+
+
+def test_small_output_exit_status_and_stdin_are_the_commands_own(tmp_path: Path) -> None:
+    cases = [
+        "printf '%s|%s\\n' \"$(echo ünï \"q'd\")\" $((6*7))",
+        "cat <<'EOF'\n$HOME `x` \"y\"\nEOF",
+        "echo out; echo err >&2; exit 7",
+        "false && echo no || echo yes",
+        "printf 'a\\nb\\nc\\n' | sort -r | head -n 2",
+        "read line; echo \"got $line\"",
+        "pwd",
+    ]
+    for command in cases:
+        mine = run(command, stdin=b"hello\n", cwd=tmp_path)
+        theirs = subprocess.run(["bash", "-c", command], input=b"hello\n", cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+                                check=False)
+        assert mine.returncode == theirs.returncode, command
+        assert mine.stdout == theirs.stdout, command  # stderr merged, in order
+        assert mine.stderr == b"", command
+
+
+def test_a_large_output_is_stored_whole_and_shown_as_a_preview(osiris_home: Path) -> None:
+    command = ("for i in $(seq 1 4000); do echo \"line $i of the log\"; done; "
+               "echo 'FAILED tests/test_a.py::test_b - AssertionError: 1 != 2' >&2; exit 1")
+    done = run(command, "--session", "s-run", "--client", "claude-code")
+    assert done.returncode == 1
+    shown = done.stdout.decode("utf-8")
+    assert len(shown) < 4_000
+    assert "FAILED tests/test_a.py::test_b" in shown
+    assert "[osiris: exit 1; whole output (4,001 lines" in shown
+    (ref,) = set(REF.findall(shown))
+    with Engine(Settings.from_env()) as engine:
+        stored = engine.ref_bytes(ref)[0]
+    expected = subprocess.run(["bash", "-c", command], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, check=False).stdout
+    assert stored == expected
+    # The ref belongs to the client session's task, and the journal says so.
+    ((task,),) = home_rows(osiris_home, "SELECT task_id FROM client_sessions WHERE"
+                                        " session_id = 's-run'")
+    assert home_rows(osiris_home, "SELECT count(*) FROM task_refs WHERE task_id = ? AND"
+                                  " ref = ?", [task, ref]) == [(1,)]
+    assert home_rows(osiris_home, "SELECT count(*) FROM events WHERE task_id = ? AND"
+                                  " kind = 'route.output'", [task]) == [(1,)]
+
+
+def test_threshold_and_non_utf8_output(osiris_home: Path) -> None:
+    small = run("seq 1 50", "--threshold", "10")
+    assert "[osiris: exit 0" in small.stdout.decode()  # 50 lines > 10 tokens: previewed
+    binary = run("head -c 20000 /dev/urandom | base64 -w0 | head -c 1; printf '\\xff\\xfe'; "
+                 "seq 1 3000")
+    assert binary.returncode == 0
+    assert b"\xff\xfe" in binary.stdout and b"osiris:" not in binary.stdout  # verbatim
+
+
+def test_a_broken_home_prints_the_output_verbatim(tmp_path: Path) -> None:
+    home = tmp_path / "broken"
+    home.mkdir()
+    (home / "osiris.duckdb").write_bytes(b"garbage" * 1000)
+    command = "seq 1 5000; exit 2"
+    done = run(command, "--home", str(home))
+    assert done.returncode == 2
+    assert done.stdout == bash(command).stdout
+    assert done.stderr == b""
+    log = (home / "hooks.log").read_text("utf-8")
+    assert "output shown verbatim" in log and len(log.splitlines()) == 1
+
+
+def test_a_signal_is_passed_on_and_reported(tmp_path: Path) -> None:
+    killed = run("kill -TERM $$")
+    assert killed.returncode == -signal.SIGTERM
+    marker = tmp_path / "started"
+    child = subprocess.Popen([sys.executable, "-m", "osiris", "run", "--",
+                              f"trap 'echo got-int; exit 5' INT; touch {marker}; "
+                              "while :; do sleep 0.05; done"], stdout=subprocess.PIPE)
+    try:
+        for _ in range(400):
+            if marker.exists():
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 5
+    assert out == b"got-int\n"
+
+
+def test_usage_errors_are_clear() -> None:
+    done = subprocess.run([sys.executable, "-m", "osiris", "run", "ls"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "give the command after --" in done.stderr
+    bad = subprocess.run([sys.executable, "-m", "osiris", "run", "--bogus", "x", "--", "ls"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "unknown option '--bogus'" in bad.stderr

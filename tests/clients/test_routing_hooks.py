@@ -1,0 +1,253 @@
+"""Routing through the real hook command: which calls are rewritten, and how.
+
+The real clients' side (that the rewrite reaches the model) is in
+``tests/harness/test_routing_real_clients.py``; here each rule of
+:mod:`osiris.core.routing` is driven through ``osiris hook`` as a process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osiris.core import routing
+from tests.conftest import home_rows, run_cli
+
+
+def hook(client: str, event: str, payload: dict[str, Any], env: dict[str, str]
+         ) -> dict[str, Any]:
+    done = run_cli("hook", client, event, env=env, stdin=json.dumps(payload))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def pre(tool: str, tool_input: dict[str, Any], cwd: Path, session: str = "s-route",
+        ) -> dict[str, Any]:
+    return {"session_id": session, "cwd": str(cwd), "hook_event_name": "PreToolUse",
+            "tool_name": tool, "tool_input": tool_input, "tool_use_id": "t1"}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    body = "".join(f"def handler_{i}(event):\n    return event + {i}  # {i:05d}\n\n"
+                   for i in range(2500))
+    (root / "big.py").write_text(body, encoding="utf-8")
+    (root / "small.py").write_text("x = 1\n", encoding="utf-8")
+    (root / "image.png").write_bytes(b"\x89PNG" + b"0" * 60_000)
+    (root / "notes.ipynb").write_text(json.dumps({"cells": [{"source": "x" * 60_000}]}))
+    return root
+
+
+def env_for(project: Path) -> dict[str, str]:
+    return {"OSIRIS_ROOTS": str(project)}
+
+
+def inner(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc.get("hookSpecificOutput", {})
+
+
+def test_a_large_read_is_windowed_and_the_file_stored(project: Path, osiris_home: Path
+                                                      ) -> None:
+    doc = hook("claude-code", "pre-tool-use",
+               pre("Read", {"file_path": str(project / "big.py")}, project), env_for(project))
+    out = inner(doc)
+    assert out["updatedInput"] == {"file_path": str(project / "big.py"), "offset": 1,
+                                   "limit": routing.RoutingConfig.read_window_lines}
+    assert "permissionDecision" not in out  # Claude Code needs no decision for a rewrite
+    context = out["additionalContext"]
+    assert "has 7,500 lines" in context
+    (ref,) = {w.strip('.,"') for w in context.split() if w.startswith("mem://")}
+    lines = [int(x.split(":")[0]) for x in context.splitlines() if x[:1].isdigit()]
+    assert lines[0] == 1 and lines[-1] > 7000  # the outline spans the file
+    stored = home_rows(osiris_home, "SELECT count(*) FROM events WHERE kind = 'route.read'"
+                                    " AND body->>'ref' = ?", [ref])
+    assert stored == [(1,)]
+    audit = run_cli("audit", "--task", home_rows(
+        osiris_home, "SELECT task_id FROM client_sessions")[0][0])
+    assert audit.returncode == 0, audit.stdout
+
+
+@pytest.mark.parametrize("tool_input", [
+    {"offset": 1, "limit": 2000}, {"limit": 50}, {"offset": 3000}])
+def test_a_read_with_its_own_window_passes(project: Path, tool_input: dict[str, Any]
+                                           ) -> None:
+    payload = pre("Read", {"file_path": str(project / "big.py"), **tool_input}, project)
+    doc = hook("claude-code", "pre-tool-use", payload, env_for(project))
+    assert "updatedInput" not in inner(doc)
+
+
+@pytest.mark.parametrize("name", ["small.py", "image.png", "notes.ipynb", "missing.py"])
+def test_small_files_images_notebooks_and_missing_files_pass(project: Path, name: str
+                                                             ) -> None:
+    payload = pre("Read", {"file_path": str(project / name)}, project)
+    assert "updatedInput" not in inner(hook("claude-code", "pre-tool-use", payload,
+                                            env_for(project)))
+
+
+def test_a_file_outside_the_roots_passes(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "big.py").write_text((project / "big.py").read_text())
+    payload = pre("Read", {"file_path": str(other / "big.py")}, project)
+    assert "updatedInput" not in inner(hook("claude-code", "pre-tool-use", payload,
+                                            env_for(project)))
+    without_roots = hook("claude-code", "pre-tool-use",
+                         pre("Read", {"file_path": str(project / "big.py")}, project), {})
+    assert "updatedInput" not in inner(without_roots)
+
+
+def test_shell_calls_are_wrapped_except_where_they_must_not_be(project: Path) -> None:
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        '[routing]\nexempt = ["npm run dev*"]\n', encoding="utf-8")
+    wrapped = {"pytest -q": True, "cd sub && make test": True, "npm run dev -- --port 3": False,
+               "sleep 30 &": False, "vim notes.txt": False, "git rebase -i HEAD~3": False,
+               "tail -f log.txt": False, "cd a; ls": False, "python": False}
+    for command, expected in wrapped.items():
+        doc = hook("claude-code", "pre-tool-use", pre("Bash", {"command": command}, project),
+                   env_for(project))
+        updated = inner(doc).get("updatedInput")
+        assert (updated is not None) == expected, command
+        if updated:
+            assert routing.unwrap_command(updated["command"]) == command
+    background = hook("claude-code", "pre-tool-use", pre(
+        "Bash", {"command": "npm test", "run_in_background": True}, project), env_for(project))
+    assert "updatedInput" not in inner(background)
+    # A wrapped command, when it comes back, is not wrapped twice.
+    once = inner(hook("claude-code", "pre-tool-use", pre("Bash", {"command": "ls"}, project),
+                      env_for(project)))["updatedInput"]["command"]
+    again = hook("claude-code", "pre-tool-use", pre("Bash", {"command": once}, project),
+                 env_for(project))
+    assert "updatedInput" not in inner(again)
+
+
+def test_codex_gets_allow_with_the_rewrite(project: Path) -> None:
+    doc = hook("codex", "pre-tool-use", pre("Bash", {"command": "cat big.py"}, project),
+               env_for(project))
+    out = inner(doc)
+    assert out["permissionDecision"] == "allow"
+    assert " -m osiris run --client codex " in out["updatedInput"]["command"]
+    # A rewrite never overrides an objection.
+    (project / ".osiris").mkdir(exist_ok=True)
+    (project / ".osiris" / "invariants.toml").write_text(
+        '[[invariant]]\nid = "no-cat"\nwhen = { tool = "Bash", args = { command = "^cat" } }\n'
+        'verdict = "block"\nmessage = "no cat"\n', encoding="utf-8")
+    denied = inner(hook("codex", "pre-tool-use", pre("Bash", {"command": "cat big.py"},
+                                                     project), env_for(project)))
+    assert denied["permissionDecision"] == "deny" and "updatedInput" not in denied
+
+
+def test_switching_each_feature_off(project: Path) -> None:
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nread = false\nshell = false\n", encoding="utf-8")
+    for tool, tool_input in (("Read", {"file_path": str(project / "big.py")}),
+                             ("Bash", {"command": "pytest"})):
+        doc = hook("claude-code", "pre-tool-use", pre(tool, tool_input, project),
+                   env_for(project))
+        assert "updatedInput" not in inner(doc), tool
+
+
+def test_a_broken_routing_table_keeps_the_calls_unchanged(project: Path) -> None:
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nread_threshold_tokens = 'lots'\n", encoding="utf-8")
+    done = run_cli("hook", "claude-code", "pre-tool-use", env=env_for(project),
+                   stdin=json.dumps(pre("Read", {"file_path": str(project / "big.py")},
+                                        project)))
+    assert done.returncode == 0
+    doc = json.loads(done.stdout) if done.stdout.strip() else {}
+    # Defaults stay in force (no earlier good file), and health names the problem.
+    assert "updatedInput" in inner(doc)
+    health = run_cli("health", env=env_for(project))
+    assert "read_threshold_tokens must be a positive integer" in health.stdout
+
+
+def test_another_servers_large_output_is_replaced(project: Path) -> None:
+    big = "\n".join(f'{{"issue": {i}, "title": "Bug number {i} in the parser"}}'
+                    for i in range(2000))
+    payload = {"session_id": "s-mcp", "cwd": str(project), "hook_event_name": "PostToolUse",
+               "tool_name": "mcp__github__list_issues", "tool_input": {"repo": "a/b"},
+               "tool_response": [{"type": "text", "text": big}], "tool_use_id": "t9"}
+    out = inner(hook("claude-code", "post-tool-use", payload, env_for(project)))
+    replaced = out["updatedMCPToolOutput"]
+    assert len(replaced) < 4_000 and "whole output (2,000 lines" in replaced
+    codex = hook("codex", "post-tool-use", {**payload, "session_id": "s-mcp2"},
+                 env_for(project))
+    assert codex["decision"] == "block" and "whole output (2,000 lines" in codex["reason"]
+    small = {**payload, "tool_response": [{"type": "text", "text": "one issue"}]}
+    assert "updatedMCPToolOutput" not in inner(hook("claude-code", "post-tool-use", small,
+                                                    env_for(project)))
+    own = {**payload, "tool_name": "mcp__osiris__osiris_recall"}
+    assert hook("claude-code", "post-tool-use", own, env_for(project)) == {}
+
+
+def test_after_a_compaction_the_manifest_and_refs_come_back(project: Path) -> None:
+    hook("claude-code", "pre-tool-use", pre("Read", {"file_path": str(project / "big.py")},
+                                            project), env_for(project))
+    start = {"session_id": "s-route", "cwd": str(project), "hook_event_name": "SessionStart",
+             "source": "startup"}
+    assert hook("claude-code", "session-start", start, env_for(project)) == {}
+    doc = hook("claude-code", "session-start", {**start, "source": "compact"},
+               env_for(project))
+    context = inner(doc)["additionalContext"]
+    assert "OSIRIS after compaction" in context and "SEAL" in context.upper()
+    assert str(project / "big.py") in context and "mem://sha256:" in context
+
+
+def test_malformed_hook_input_passes_with_one_logged_line(project: Path, osiris_home: Path
+                                                          ) -> None:
+    for raw in ("{not json", json.dumps({"session_id": "s", "tool_name": 3})):
+        done = subprocess.run([sys.executable, "-m", "osiris", "hook", "codex",
+                               "pre-tool-use"], input=raw, capture_output=True, text=True,
+                              timeout=120, env={**os.environ, **env_for(project)},
+                              check=False)
+        assert done.returncode == 0
+        assert "updatedInput" not in done.stdout
+    log = (osiris_home / "hooks.log").read_text("utf-8").splitlines()
+    assert len(log) == 2 and all("malformed hook input" in line for line in log)
+
+
+def test_a_reread_of_an_unchanged_file_gets_a_pointer(project: Path) -> None:
+    env = env_for(project)
+    small = {"file_path": str(project / "small.py")}
+
+    def served(session: str = "s-re") -> None:
+        post = {"session_id": session, "cwd": str(project), "hook_event_name": "PostToolUse",
+                "tool_name": "Read", "tool_input": small, "tool_use_id": "toolu_first",
+                "tool_response": {"type": "text", "file": {"content": "x = 1\n"}}}
+        assert hook("claude-code", "post-tool-use", post, env) == {}
+
+    assert "permissionDecision" not in inner(hook("claude-code", "pre-tool-use",
+                                                  pre("Read", small, project, "s-re"), env))
+    served()
+    again = inner(hook("claude-code", "pre-tool-use", pre("Read", small, project, "s-re"),
+                       env))
+    assert again["permissionDecision"] == "deny"
+    assert "unchanged since you read it (tool call toolu_first)" in again[
+        "permissionDecisionReason"]
+    # Another window, another session, a changed file, or a compaction: it passes.
+    other = {**small, "offset": 1, "limit": 1}
+    assert "permissionDecision" not in inner(hook("claude-code", "pre-tool-use",
+                                                  pre("Read", other, project, "s-re"), env))
+    assert "permissionDecision" not in inner(hook("claude-code", "pre-tool-use",
+                                                  pre("Read", small, project, "s-other"), env))
+    (project / "small.py").write_text("x = 2\n", encoding="utf-8")
+    assert "permissionDecision" not in inner(hook("claude-code", "pre-tool-use",
+                                                  pre("Read", small, project, "s-re"), env))
+    served()
+    assert inner(hook("claude-code", "pre-tool-use", pre("Read", small, project, "s-re"),
+                      env))["permissionDecision"] == "deny"
+    hook("claude-code", "session-start", {"session_id": "s-re", "cwd": str(project),
+                                          "hook_event_name": "SessionStart",
+                                          "source": "compact"}, env)
+    assert "permissionDecision" not in inner(hook("claude-code", "pre-tool-use",
+                                                  pre("Read", small, project, "s-re"), env))
