@@ -5,10 +5,11 @@ the client really gives it (:mod:`osiris.harness.profiles`):
   ``observe``; a bystander payload stays verbatim, an externalized one is replaced by
   OSIRIS's answer (ref and preview), exactly as the MCP server renders it; a missing
   need is fetched with the engine's real ``recall`` (grep, range), charged;
-* ``observe-hooks`` (Claude Code with ``osiris install``): the PreToolUse and
-  PostToolUse hooks precheck and observe every call through the engine's hook path, the
-  output reaches the model unchanged, and only what the hooks answer enters the prompt;
-* nothing (Codex: the server entry only): the output passes, OSIRIS adds its head.
+* ``observe-hooks`` (Claude Code and Codex with ``osiris install``): the PreToolUse
+  and PostToolUse hooks precheck and observe every call through the engine's hook path,
+  and what the hooks answer enters the prompt;
+* ``shell`` (the same clients): a shell call runs through ``osiris run``, so a large
+  output reaches the model as its preview and ref (see :meth:`_through_hooks`).
 
 ``evict`` lets the agent drop what prune advice names (drop receipts) — only where the
 profile allows eviction.
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 from osiris.config import Settings
 from osiris.core import client_hooks
 from osiris.core.operating_context import DOCTRINE
+from osiris.core.routing import run_footer
 from osiris.engine import Engine
 from osiris.errors import InvalidInputError
 from osiris.harness.profiles import PROFILES
@@ -202,11 +204,16 @@ class OsirisSystem(ReplayBase):
         return item
 
     def _through_hooks(self, step: Step, shown: str, ctx: Context) -> Item:
-        """Claude Code with OSIRIS's command hooks: PreToolUse prechecks, PostToolUse
-        observes, and the output reaches the model unchanged (no routing at this commit);
-        only what the hooks' answers say enters the prompt."""
+        """A client with OSIRIS's command hooks: PreToolUse prechecks (and says how the
+        call is routed), PostToolUse observes. With ``shell`` routing a shell call runs
+        through ``osiris run``: an output over its threshold reaches the model as the
+        preview and ref ``osiris run`` prints, from the whole output (the client's own cut
+        never sees it). Windows of large reads and re-read pointers need the files
+        themselves, which a replay does not have: not modelled (the real-client stage
+        measures them)."""
+        client = "codex" if self.profile.name == "codex" else "claude-code"
         verdict = self.engine.precheck(self._session_task, step.tool, args=step.args,
-                                       client_format="claude-code")
+                                       client_format=client)
         self._flag(step, verdict)
         self._hook_text(verdict["client_output"], step, ctx)
         decision = verdict["client_output"].get("hookSpecificOutput", {})
@@ -215,10 +222,20 @@ class OsirisSystem(ReplayBase):
             # user); what the agent did instead is unknown, so the replay goes on as the
             # log did, with the hook's reason added, and counts it.
             self.modes[f"hook_{decision['permissionDecision']}"] += 1
+        route = verdict.get("route") or {}
+        if route.get("op") == "wrap" and "shell" in self.routing and step.output:
+            routed = self.engine.route_output(
+                self._session_task, step.output, tool=step.tool, args=step.args,
+                failed=step.is_error, client=client, threshold=route.get("threshold"))
+            if routed is not None:
+                shown = (routed["preview"].rstrip("\n") + "\n" + run_footer(
+                    exit_code=1 if step.is_error else 0, lines=int(routed["lines"]),
+                    tokens=int(routed["tokens"]), ref=str(routed["ref"])))
+                self.modes["routed_shell"] += 1
         item = ctx.add("output", shown, step.i)
         answer = self.engine.observe(
             self._session_task, "error" if step.is_error else "result", tool=step.tool,
-            args=step.args, result=shown or "(no output)", client_format="claude-code",
+            args=step.args, result=shown or "(no output)", client_format=client,
             client_event="PostToolUseFailure" if step.is_error else "PostToolUse")
         self._hook_text(answer["client_output"], step, ctx)
         self.modes["observed"] += 1

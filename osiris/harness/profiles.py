@@ -15,8 +15,10 @@ names, for one client, every behaviour that changes the prompt:
 * **eviction** — whether anything may leave the history at the agent's request (no
   shipped client allows it; a Python agent loop that owns its messages does);
 * **routing** — what OSIRIS can really do in that client at this commit: in Claude
-  Code its hooks observe every call but change no output; Codex gets the MCP server
-  entry only; an agent loop routes every observation through the engine.
+  Code and Codex its hooks observe every call and run shell calls through ``osiris run``
+  (a large output reaches the model as a preview and ref); windows of large reads and
+  re-read pointers need the files, which a replay does not have, so only the real-client
+  stage measures them; an agent loop routes every observation through the engine.
 
 Every system of a replay (raw, client-native, the oracle, OSIRIS, the peers) runs
 under the same profile. The figures are named here and in the data file; change them
@@ -40,7 +42,7 @@ NATIVE_PROFILE = {"claude-code": "claude-code", "codex-cli": "codex",
                   "mini-swe-agent": "agent-loop", "swe-agent": "agent-loop",
                   "sweep": "agent-loop", "": "agent-loop"}
 #: OSIRIS routing features (what a replay may let OSIRIS do in a client).
-ROUTING_FEATURES = ("outputs", "evict", "observe-hooks")
+ROUTING_FEATURES = ("outputs", "evict", "observe-hooks", "shell")
 
 
 @functools.lru_cache(maxsize=1)
@@ -195,21 +197,24 @@ def profile(name: str) -> ClientProfile:
             # The bundled Claude Code logs auto-compacted at 159,011 to 185,321 provider
             # tokens (compact_metadata.pre_tokens).
             compact_at_tokens=160_000, summary_tokens=3_500, evicts=False,
-            osiris_routing=frozenset({"observe-hooks"}),
+            osiris_routing=frozenset({"observe-hooks", "shell"}),
             osiris_head_tokens=delta_tokens(name, "osiris"),
             shaper=_claude_code_shaper(count),
             notes=("Read shows at most 25,000 tokens, a Bash output of 30,100 characters or "
                    "more becomes a persisted-output preview (measured)",
-                   "OSIRIS's hooks observe every call; no output is changed at this commit"))
+                   "OSIRIS's hooks observe every call and run Bash through osiris run (a "
+                   "large output becomes its preview and ref); read windows and re-read "
+                   "pointers are measured in the real client only"))
     if name == "codex":
         return ClientProfile(
             name, f"Codex CLI {version}", head_tokens=head_tokens(name), head_how=how,
             window_tokens=272_000, compact_at_tokens=None, summary_tokens=3_500,
-            evicts=False, osiris_routing=frozenset(),
+            evicts=False, osiris_routing=frozenset({"observe-hooks", "shell"}),
             osiris_head_tokens=delta_tokens(name, "osiris"), shaper=_codex_shaper(),
             notes=("shell output over about 10,000 bytes keeps 5,000 bytes of head and of "
                    "tail (measured)",
-                   "osiris install codex writes the MCP server entry only (no hooks)",
+                   "osiris install codex writes the MCP server entry and hooks: shell calls "
+                   "run through osiris run",
                    "no compaction in the bundled Codex logs: not modelled"))
     if name == "agent-loop":
         return ClientProfile(

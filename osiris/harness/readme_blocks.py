@@ -307,26 +307,42 @@ def block_clients(reports: Reports) -> str:
     if len(table) <= 2:
         return ("The real-client stage (`osiris bench clients`) has not run into these "
                 "reports.\n")
-    osiris = [r for r in rows if r["configuration"] == "osiris" and r["status"] == "ok"
-              and r["client"] == "claude-code"]
-    added = [r["added_ms_per_call"] for r in osiris if r.get("added_ms_per_call") is not None]
     versions = ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
     lines = [f"The tielec traces run again inside the real clients ({versions}, offline "
              "against a scripted model that issues each trace's calls in its workspace and "
              "retrieves lost needs with the client's own tools); every figure counted from "
-             "the requests the client sent:", "", *table, ""]
-    notes = sum(int(r.get("osiris_hook_notes") or 0) for r in osiris)
-    calls = sum(int(r.get("trace_calls") or 0) for r in osiris)
-    if added:
-        lines.append(f"In Claude Code a tool call takes a median "
-                     f"{statistics.median(added):,.0f} ms longer with OSIRIS installed (its "
-                     "hooks start a process per call; Codex gets no OSIRIS hooks). Its hooks "
-                     "change no output at this commit, so every token it adds is its own: its "
-                     "tool listing and instructions in each prompt"
-                     + (f", and the text its hooks attached to {notes} of {calls} Claude "
-                        "Code tool results (LoopGuard warnings, its first-sight note)"
-                        if notes else "") + ".")
+             "the requests the client sent. *osiris* has every routing feature on (the "
+             "default), *osiris-observe* none (its hooks only watch), *osiris-read* and "
+             "*osiris-shell* one each:", "", *table, ""]
+    lines += _clients_findings(rows)
     return "\n".join(lines) + "\n"
+
+
+def _clients_findings(rows: list[dict[str, Any]]) -> list[str]:
+    """What the table shows, in sentences computed from the same rows."""
+    out = []
+    for client in ("claude-code", "codex"):
+        ok = [r for r in rows if r["client"] == client and r["status"] == "ok"]
+        bare = {r["session"]: r for r in ok if r["configuration"] == "bare"}
+        mine = [r for r in ok if r["configuration"] == "osiris" and r["session"] in bare]
+        if not mine:
+            continue
+        added = [r["added_ms_per_call"] for r in mine if r.get("added_ms_per_call") is not None]
+        results = sum(int(r["tool_result_tokens"]) for r in mine)
+        base = sum(int(bare[r["session"]]["tool_result_tokens"]) for r in mine)
+        put_off = [r for r in mine if int(r.get("compaction_requests") or 0)
+                   < int(bare[r["session"]].get("compaction_requests") or 0)]
+        text = (f"In {client} a tool call takes a median "
+                f"{statistics.median(added):,.0f} ms longer with OSIRIS" if added else
+                f"In {client}")
+        text += (f"; the tool results it re-sends are {1 - results / base:.1%} fewer than "
+                 "the bare client's" if base else "")
+        if put_off:
+            text += (f". In {len(put_off)} of {len(mine)} sessions the bare client compacted "
+                     "its history and OSIRIS, whose prompts grew more slowly, did not before "
+                     "the trace ended: those sessions re-send more in total")
+        out += [text + ".", ""]
+    return out[:-1] if out else out
 
 
 BLOCKS: dict[str, Callable[[Reports], str]] = {

@@ -13,9 +13,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from osiris.harness.clients.configs import OSIRIS, install
 from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.clients.trace_script import COMPACT_MARKER
 from osiris.harness.model_script import (
     ANTHROPIC,
     FinalText,
@@ -180,3 +182,43 @@ def test_codex_shell_output_becomes_a_preview_with_its_ref(tmp_path: Path) -> No
     assert _recall(workspace, ref) == big.read_text("utf-8")
     assert "Process exited with code 4" in results[2][-1]
     assert results[2][-1].endswith("small\n")
+
+
+class _UntilDone:
+    """Plays ``actions`` one per agent turn (a counter: a compaction rewrites the history)
+    and answers Claude Code's compaction request with a summary."""
+
+    def __init__(self, actions: list[ToolCall]) -> None:
+        self.actions = list(actions)
+
+    def reply(self, request: ModelRequest) -> Any:
+        text = last_user_text(request)
+        if COMPACT_MARKER in text:
+            return FinalText("<summary>The agent listed numbers and read big.py.</summary>")
+        if not tool_results(request) and self.actions and request.body.get("tools") is None:
+            return FinalText("OK")
+        return self.actions.pop(0) if self.actions else FinalText("Done.")
+
+
+def test_claude_code_gets_the_manifest_and_refs_back_after_a_compaction(
+        tmp_path: Path) -> None:
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    big = workspace.project / "big.py"
+    _big_file(big)
+    # Outputs under osiris run's threshold reach the model whole, so the prompt grows
+    # past the window the scripted provider enforces and Claude Code compacts.
+    calls = [ToolCall("Read", {"file_path": str(big)})] + [
+        ToolCall("Bash", {"command": f"seq {i * 1000} {i * 1000 + 300}"}) for i in range(12)]
+    with ModelServer(_UntilDone(calls), context_window=17_000) as server:
+        run = run_client(CLAUDE_CODE, server, workspace, "go", tools=TOOLS, timeout_s=300,
+                         extra_args=extra)
+    assert run.returncode == 0, run.describe()
+    compacted = [i for i, p in enumerate(run.prompts) if COMPACT_MARKER in last_user_text(p)]
+    assert compacted, ("the client never compacted", [
+        (e.status, e.error, e.body_bytes, e.action) for e in server.requests()])
+    after = [prompt_text(p.body) for p in run.prompts[compacted[0] + 1:]]
+    assert any("OSIRIS after compaction" in text for text in after)
+    back = next(text for text in after if "OSIRIS after compaction" in text)
+    assert str(big) in back and REF.search(back)  # the windowed file's ref, by its path
+    assert "SEAL" in back.upper()

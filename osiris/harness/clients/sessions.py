@@ -422,12 +422,12 @@ def render(rows: list[dict[str, Any]]) -> str:
              "answered with an error (the workspace differs; npm runs offline).", "",
              "| session | client | configuration | status | prompts | cumulative input | "
              "vs bare | cost | vs bare (cost) | tool results | head | needs kept | "
-             "extra calls | failed calls | added ms per call |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "extra calls | failed calls | compactions | added ms per call |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not str(r["status"]).startswith(("ok", "exit", "timed")):
             lines.append(f"| {r['session']} | {r['client']} | {r['configuration']} | "
-                         f"{r['status']} | | | | | | | | | | | |")
+                         f"{r['status']} | | | | | | | | | | | | |")
             continue
         model = COST_MODEL_OF_CLIENT[r["client"]]
         needs = r["needs_total"]
@@ -440,7 +440,8 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"${r[f'billed_cost_{model}']:.4f} ({model}) | "
             f"{_pct(r.get(f'net_gain_billed_cost_{model}'))} | {r['tool_result_tokens']:,} | "
             f"{r.get('head_tokens', 0):,} | {kept}/{needs} | {r['extra_calls']} | "
-            f"{r['failed_calls']} | {'—' if added is None else f'{added:+,.0f}'} |")
+            f"{r['failed_calls']} | {int(r.get('compaction_requests') or 0)} | "
+            f"{'—' if added is None else f'{added:+,.0f}'} |")
     fixed: dict[str, int] = {}
     for r in rows:
         for kind, count in json.loads(r.get("neutralised") or "{}").items():
@@ -459,12 +460,20 @@ def render(rows: list[dict[str, Any]]) -> str:
               "trace's own summaries); Claude Code 2.1.328 does not compact on its own "
               "against this endpoint.", "",
               *shares(rows), "",
-              "OSIRIS has no routing feature to switch on or off at this commit (its hooks "
-              "only observe), so it runs in one configuration; each routing feature will "
-              "get a configuration of its own. The scripted model follows the trace, not "
-              "an installed tool's advice: savings that depend on the model choosing a "
-              "tool's own commands (context-mode's `ctx_execute`, OSIRIS's `osiris_recall` "
-              "on a ref) are not measured here, and no OSIRIS ref reaches these prompts.",
+              "OSIRIS runs with all its routing (*osiris*, the default `[routing]`), with "
+              "none (*osiris-observe*: its hooks only watch, as before routing), and with one "
+              "feature at a time (*osiris-read*: large reads windowed, re-reads answered with "
+              "a pointer; *osiris-shell*: shell calls through `osiris run`); Codex has no "
+              "`Read`, so there *osiris* is its shell routing. The features are switched by "
+              "an invariants file in a root of its own, so the project tree is the trace's. "
+              "The scripted model follows the trace, not an installed tool's advice: it "
+              "retrieves a window or preview OSIRIS left in the prompt with the client's "
+              "own tools, never with `osiris_recall`, so savings that depend on the model "
+              "choosing a tool's own commands (context-mode's `ctx_execute`, OSIRIS's "
+              "recall) are not counted. *Compactions* (the table above) matter: a bare "
+              "client that compacts drops its history, prompt head included, and re-sends "
+              "far less afterwards; a configuration whose prompts grow more slowly may not "
+              "reach the window before the trace ends.",
               ""]
     return "\n".join(lines)
 
