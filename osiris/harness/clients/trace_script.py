@@ -75,7 +75,9 @@ COMPACT_MARKER = "Your task is to create a detailed summary of the conversation 
 """How Claude Code 2.1.328 asks for a compaction summary (its own prompt text)."""
 FALLBACK_SUMMARY = "Summary: the session read the task's files and is continuing it."
 CUT_MARKERS = ("<persisted-output>", "chars truncated…", "tokens truncated…",
-               "characters truncated]")
+               "characters truncated]", "stored as mem://sha256:")
+"""What a result that is not the whole output carries: the client's own cuts, and the
+footer of an OSIRIS preview (``osiris run``, a replaced MCP output)."""
 """How each client marks an output it cut (Claude Code persists big Bash outputs;
 Codex keeps head and tail; the traces' own Claude Code 2.0 cut Bash in place)."""
 _SAVED_TO = re.compile(r"(?:saved to|Full output saved to):?\s*(/\S+)", re.IGNORECASE)
