@@ -461,6 +461,9 @@ def _responses_events(server: ModelServer, action: Action, input_tokens: int
         item = {"type": "function_call", "id": server._new_id("fc"), "status": "completed",
                 "call_id": action.call_id, "name": action.name,
                 "arguments": json.dumps(_input(action), ensure_ascii=False)}
+        if "." in action.name:  # a tool of a namespace (Codex lists MCP servers so)
+            namespace, _, name = action.name.partition(".")
+            item.update(namespace=namespace, name=name)
     else:
         item = {"type": "message", "id": server._new_id("msg"), "status": "completed",
                 "role": "assistant",

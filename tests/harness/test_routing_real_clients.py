@@ -222,3 +222,27 @@ def test_claude_code_gets_the_manifest_and_refs_back_after_a_compaction(
     back = next(text for text in after if "OSIRIS after compaction" in text)
     assert str(big) in back and REF.search(back)  # the windowed file's ref, by its path
     assert "SEAL" in back.upper()
+
+
+def test_claude_code_gets_a_preview_of_another_servers_large_output(tmp_path: Path) -> None:
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    # Another MCP server beside OSIRIS (tests/data/big_mcp_server.py), allowed like OSIRIS.
+    config = workspace.home / ".claude.json"
+    data = json.loads(config.read_text("utf-8"))
+    data["mcpServers"]["bigdata"] = {"type": "stdio", "command": sys.executable,
+                                     "args": [str(Path(__file__).parents[1] / "data" /
+                                                  "big_mcp_server.py")]}
+    config.write_text(json.dumps(data), encoding="utf-8")
+    settings = json.loads(workspace.claude_settings.read_text("utf-8"))
+    settings["permissions"]["allow"].append("mcp__bigdata")
+    workspace.claude_settings.write_text(json.dumps(settings), encoding="utf-8")
+    results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("ToolSearch", {"query": "select:mcp__bigdata__dump", "max_results": 1}),
+        ToolCall("mcp__bigdata__dump", {"rows": 600}),
+        ToolCall("mcp__bigdata__dump", {"rows": 3})], extra)
+    big, small = results[2][-1], results[3][-1]
+    assert "whole output (600 lines" in big and len(big) < 4_000
+    (ref,) = set(REF.findall(big))
+    assert _recall(workspace, ref).count("\n") == 599
+    assert '"row": 3, "title"' in small and "osiris" not in small.lower()

@@ -30,14 +30,15 @@ final answer) it looks at the prompt it has just received:
   ``Grep``/``Glob`` result by issuing it again. Each retrieval call is counted; after
   :data:`~osiris.harness.retrieval.MAX_CALLS` calls the need is **lost**.
 
-``osiris_recall`` is not used: the model keeps to the client's own tools in every
-configuration, so a window or preview OSIRIS put in the prompt is searched and paged
-like any other output (OSIRIS gets no credit for its own recall; in Claude Code it would
-first need a tool search to load the deferred tool). A compaction request (Claude
-Code's "create a detailed summary" prompt) is answered with the summary the trace's
-own model wrote at that point (in order), else a fixed line. Side queries (no tools
-offered) get ``OK``. The script is stateful (a compaction rewrites the history, so the
-step cannot be read off the request) and thread-safe.
+A need whose source result is an OSIRIS preview (its footer names the ref and says to
+``osiris_recall`` it) is fetched with ``osiris_recall`` on that ref when the client
+offers the tool (Codex lists OSIRIS's tools; Claude Code defers them behind its tool
+search, so there the client's own tools are used): a grep for the query, a truncated
+answer's ``next`` followed, then range pages, each call counted like any other. A
+compaction request (Claude Code's "create a detailed summary" prompt) is answered with
+the summary the trace's own model wrote at that point (in order), else a fixed line.
+Side queries (no tools offered) get ``OK``. The script is stateful (a compaction
+rewrites the history, so the step cannot be read off the request) and thread-safe.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from osiris.harness.model_script import (
     last_user_text,
     prompt_text,
     results_by_id,
+    tool_names,
 )
 from osiris.harness.retrieval import MAX_CALLS, WINDOW_LINES, query_for
 from osiris.harness.workloads import Need, Session
@@ -182,11 +184,40 @@ class _Retrieval:
     searched: bool = False
     start: int = 1
     """The line paging starts from: a little above the search's first hit (1 without)."""
+    ref: str | None = None
+    """The OSIRIS ref the source's result named (its preview's footer), when the client
+    offers ``osiris_recall``: the need is fetched from it, as the footer says."""
+    follow: dict[str, Any] | None = None
+    """A truncated recall answer's ``next`` arguments (followed verbatim)."""
 
 
 _HIT = re.compile(r"^(?:[^\n:]*:)?(\d+)[:-]", re.MULTILINE)
 LEAD_LINES = 20
 """Paging starts this many lines above the line the search found."""
+
+
+_STORED_AS = re.compile(r"stored as (mem://sha256:[0-9a-f]{64})")
+_RECALL_TOOLS = {"mcp__osiris": "mcp__osiris.osiris_recall",  # Codex: a namespace
+                 "mcp__osiris__osiris_recall": "mcp__osiris__osiris_recall"}
+
+
+def recall_tool(names: list[str]) -> str | None:
+    """The name to call ``osiris_recall`` by in a request offering these tools (None:
+    not offered, e.g. Claude Code, which defers MCP tools behind its tool search)."""
+    return next((_RECALL_TOOLS[n] for n in names if n in _RECALL_TOOLS), None)
+
+
+def recall_next(answer_text: str) -> dict[str, Any] | None:
+    """The ``next`` arguments of a truncated recall answer in a tool result."""
+    start = answer_text.find("{")
+    try:
+        answer = json.loads(answer_text[start:]) if start >= 0 else None
+    except ValueError:
+        return None
+    if isinstance(answer, dict) and answer.get("truncated") and isinstance(
+            answer.get("next"), dict):
+        return dict(answer["next"])
+    return None
 
 
 def first_hit(search_output: str) -> int | None:
@@ -228,6 +259,7 @@ class TraceScript:
         self._agent_turns = 0
         self.compaction_requests = 0
         self.side_requests = 0
+        self._recall: str | None = None
 
     # -- the Script protocol -----------------------------------------------------------
     def reply(self, request: ModelRequest) -> Action:
@@ -249,6 +281,7 @@ class TraceScript:
         if self._last is not None and self._last[0] == signature:
             return self._last[1]  # the same request again (a client retry)
         self._agent_turns += 1
+        self._recall = recall_tool(tool_names(request))
         self._learn(results)
         action = self._next(request, results)
         self._last = (signature, action)
@@ -339,6 +372,15 @@ class TraceScript:
         planned = self.calls[r.state.source]
         if planned.skip is not None:
             return None
+        if r.ref is None and self._recall is not None:
+            found = _STORED_AS.search(self._texts.get(self._source_call(r), ""))
+            r.ref = found.group(1) if found else None
+        if r.ref is not None and self._recall is not None:
+            recall = self._recall_args(r)
+            if recall is None:
+                return None
+            r.state.calls += 1
+            return self._issue("retrieval", r.state.source, self._recall, recall)
         searching = not r.searched and r.query
         call = self._search(r, source.tool, planned) if searching else None
         if r.searched and r.page == 0:  # the search ran: page from where it found the query
@@ -351,6 +393,32 @@ class TraceScript:
             return None
         r.state.calls += 1
         return self._issue("retrieval", r.state.source, call[0], call[1])
+
+    def _source_call(self, r: _Retrieval) -> str:
+        """The call id of the trace call that produced the need."""
+        for event in self.events:
+            if event.get("kind") == "trace" and event.get("step") == r.state.source:
+                return str(event.get("call_id") or "")
+        return ""
+
+    def _recall_args(self, r: _Retrieval) -> dict[str, Any] | None:
+        """The next ``osiris_recall`` on the source's ref: a grep for the query, then a
+        truncated answer's ``next``, then range pages of WINDOW_LINES lines."""
+        assert r.ref is not None
+        if r.searched or r.page:
+            r.follow = recall_next(self._last_result())
+        if not r.searched and r.query:
+            r.searched = True
+            return {"ref": r.ref, "op": "grep", "pattern": re.escape(r.query)}
+        r.searched = True
+        if r.follow is not None:
+            return {"ref": r.ref, **r.follow}
+        first = 1 + r.page * WINDOW_LINES
+        r.page += 1
+        last = self._last_result()
+        if r.page > 1 and ('"text": ""' in last or '"error"' in last):
+            return None  # past the end of the stored output
+        return {"ref": r.ref, "op": "range", "start": first, "end": first + WINDOW_LINES - 1}
 
     def _search(self, r: _Retrieval, tool: str, planned: Planned
                 ) -> tuple[str, dict[str, Any]] | None:
