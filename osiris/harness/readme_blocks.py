@@ -154,9 +154,11 @@ def block_traces(reports: Reports) -> str:
             upper.append(f"{client} {_pct(1 - ours['cumulative'] / base['cumulative'])}")
     text = []
     if notes:
-        text.append("OSIRIS loses where it is not in the path: " + "; ".join(notes)
-                    + " (its hooks observe every call but change no output at this commit, "
-                    "and its tool listing and instructions ride along in every prompt).")
+        text.append("Where OSIRIS loses: " + "; ".join(notes)
+                    + " (the replay models its shell routing only — read windows and "
+                    "re-read pointers need the files, which the real-client table above "
+                    "measures — and its tool listing and instructions ride along in every "
+                    "prompt).")
     if upper:
         text.append("An agent that searched for the exact string it needs (an upper bound no "
                     "agent reaches) would give " + ", ".join(upper) + ".")
@@ -314,12 +316,23 @@ def block_clients(reports: Reports) -> str:
              "the requests the client sent. *osiris* has every routing feature on (the "
              "default), *osiris-observe* none (its hooks only watch), *osiris-read* and "
              "*osiris-shell* one each:", "", *table, ""]
-    lines += _clients_findings(rows)
+    lines += _clients_findings(rows, reports.rows("clients_turns"))
     return "\n".join(lines) + "\n"
 
 
-def _clients_findings(rows: list[dict[str, Any]]) -> list[str]:
+def _first_compaction(turns: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """(session, configuration) -> the turn of its first compaction request."""
+    first: dict[tuple[str, str], int] = {}
+    for t in turns:
+        if t.get("kind") == "compaction":
+            key = (t["session"], t["configuration"])
+            first[key] = min(first.get(key, t["turn"]), t["turn"])
+    return first
+
+
+def _clients_findings(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -> list[str]:
     """What the table shows, in sentences computed from the same rows."""
+    first = _first_compaction(turns)
     out = []
     for client in ("claude-code", "codex"):
         ok = [r for r in rows if r["client"] == client and r["status"] == "ok"]
@@ -330,17 +343,21 @@ def _clients_findings(rows: list[dict[str, Any]]) -> list[str]:
         added = [r["added_ms_per_call"] for r in mine if r.get("added_ms_per_call") is not None]
         results = sum(int(r["tool_result_tokens"]) for r in mine)
         base = sum(int(bare[r["session"]]["tool_result_tokens"]) for r in mine)
-        put_off = [r for r in mine if int(r.get("compaction_requests") or 0)
-                   < int(bare[r["session"]].get("compaction_requests") or 0)]
         text = (f"In {client} a tool call takes a median "
                 f"{statistics.median(added):,.0f} ms longer with OSIRIS" if added else
                 f"In {client}")
-        text += (f"; the tool results it re-sends are {1 - results / base:.1%} fewer than "
-                 "the bare client's" if base else "")
-        if put_off:
-            text += (f". In {len(put_off)} of {len(mine)} sessions the bare client compacted "
-                     "its history and OSIRIS, whose prompts grew more slowly, did not before "
-                     "the trace ended: those sessions re-send more in total")
+        if base:
+            change = 1 - results / base
+            text += (f"; the tool results it re-sends are {change:.1%} fewer than the bare "
+                     "client's" if change >= 0 else f"; the tool results it re-sends are "
+                     f"{-change:.1%} more than the bare client's")
+        later = [r for r in mine if (r["session"], "bare") in first and first.get(
+            (r["session"], "osiris"), 10**9) > first[(r["session"], "bare")]]
+        if later:
+            text += (f". In {len(later)} of {len(mine)} sessions the bare client compacted "
+                     "its history earlier than OSIRIS, whose prompts grew more slowly: the "
+                     "turns in between re-send a full prompt with OSIRIS and a compacted one "
+                     "without it, which is where those sessions lose")
         out += [text + ".", ""]
     return out[:-1] if out else out
 
