@@ -110,8 +110,8 @@ def _install_osiris(client: str, workspace: Workspace, tools: Tools, python: str
         notes.append("ROUTING/.osiris/invariants.toml: " + text.replace("\n", " ").strip())
     argv = [python, "-m", "osiris", "install", client, "--user", "--roots", ";".join(roots)]
     command = _run(argv, workspace, client, tools, {"OSIRIS_HOME": str(workspace.osiris_home)})
-    # Codex runs hooks only once trusted: a user trusts them when Codex asks; offline
-    # runs pass --dangerously-bypass-hook-trust (as for context-mode).
+    # Codex 0.169.0 skips untrusted hooks silently; offline runs pass
+    # --dangerously-bypass-hook-trust (as for context-mode).
     extra = ("--dangerously-bypass-hook-trust",) if client == CODEX else ()
     command = (command.replace(python, "python").replace(str(workspace.project), "PROJECT")
                .replace(str(workspace.root / "osiris-routing"), "ROUTING"))
