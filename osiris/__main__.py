@@ -1,7 +1,9 @@
 """``python -m osiris``: the CLI; with no arguments, the MCP server on stdio.
 
-``osiris run`` is dispatched before the CLI is imported: it must start the command
-without loading the engine (:mod:`osiris.clients.runner`).
+``osiris run`` and ``osiris hook`` are dispatched before the CLI is imported: they
+run on every tool call of an agent and must not load the engine
+(:mod:`osiris.clients.runner`, :mod:`osiris.clients.hooks`); ``osiris owner`` is the
+store owner a client starts (:mod:`osiris.owner`).
 """
 
 import sys
@@ -11,6 +13,14 @@ if __name__ == "__main__":
         from osiris.clients.runner import main as run_main
 
         sys.exit(run_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["hook"]:
+        from osiris.clients.hooks import main as hook_main
+
+        sys.exit(hook_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["owner"]:
+        from osiris.owner import main as owner_main
+
+        sys.exit(owner_main(sys.argv[2:]))
     from osiris.cli import main, serve_stdio_main
 
     sys.exit(main(sys.argv[1:]) if len(sys.argv) > 1 else serve_stdio_main())

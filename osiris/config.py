@@ -99,6 +99,13 @@ class Settings:
     claude_config_dir: Path | None = None
     """CLAUDE_CONFIG_DIR: Claude Code's configuration directory (None: ``~/.claude``
     for settings and ``~/.claude.json`` for user MCP servers)."""
+    store_owner: bool = True
+    """OSIRIS_STORE_OWNER: ``on`` (servers, hooks, ``osiris run`` and the CLI reach the
+    store through the home's long-lived owner process, :mod:`osiris.store.owner`) or
+    ``off`` (each process opens the database itself, one transaction at a time)."""
+    owner_idle_s: float = 120.0
+    """OSIRIS_OWNER_IDLE_S: an owner with no request for this long exits (and closes the
+    database, which any process may then open); the next call starts a new one."""
 
     @property
     def db_path(self) -> Path:
@@ -217,6 +224,9 @@ class Settings:
             # Other tools' variables never fail OSIRIS's start: they only steer `install`.
             codex_home=_other_tool_dir(env.get("CODEX_HOME", "")),
             claude_config_dir=_other_tool_dir(env.get("CLAUDE_CONFIG_DIR", "")),
+            store_owner=_get(env, "OSIRIS_STORE_OWNER", True, _on_off, "on or off"),
+            owner_idle_s=_get(env, "OSIRIS_OWNER_IDLE_S", defaults.owner_idle_s,
+                              _positive_float, "a positive number of seconds, e.g. 120"),
         )._checked()
 
 
@@ -381,3 +391,47 @@ def process_environment() -> dict[str, str]:
     """A copy of this process's environment, for what runs a command in it as it is
     (``osiris run``): the variables are passed on, not interpreted."""
     return dict(os.environ)
+
+
+_PATH_FIELDS = ("home", "operating_context_path", "user_home", "codex_home",
+                "claude_config_dir")
+
+
+def settings_to_wire(settings: Settings) -> dict[str, object]:
+    """``settings`` as JSON values (for the store owner, which runs the engine with the
+    caller's settings); :func:`settings_from_wire` reverses it."""
+    doc: dict[str, object] = {}
+    for name in Settings.__dataclass_fields__:
+        value = getattr(settings, name)
+        if isinstance(value, Path):
+            value = str(value)
+        elif isinstance(value, tuple):
+            value = [str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
+                     for v in value]
+        doc[name] = value
+    return doc
+
+
+def settings_from_wire(doc: Mapping[str, object]) -> Settings:
+    """The settings :func:`settings_to_wire` described (ConfigError on a bad document)."""
+    if not isinstance(doc, Mapping):
+        raise ConfigError("settings must be an object of Settings fields")
+    values: dict[str, object] = {}
+    known = Settings.__dataclass_fields__
+    for name, raw in doc.items():
+        if name not in known:
+            raise ConfigError(f"unknown setting {name!r}")
+        value: object = raw
+        if name in _PATH_FIELDS:
+            value = None if raw is None else Path(str(raw))
+        elif name == "roots":
+            value = tuple(Path(str(v)) for v in raw)  # type: ignore[attr-defined]
+        elif name == "http_tokens":
+            value = tuple((str(a), str(b)) for a, b in raw)  # type: ignore[attr-defined]
+        elif isinstance(raw, list):
+            value = tuple(raw)
+        values[name] = value
+    try:
+        return Settings(**values)._checked()  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"settings the owner cannot use: {exc}") from exc

@@ -15,6 +15,7 @@ import pytest
 
 from osiris.config import Settings
 from osiris.engine import Engine
+from osiris.store.db import ask_owner_to_release
 from osiris.store.state import Store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,14 +81,16 @@ def scratch_user_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 
 
 @pytest.fixture(autouse=True)
-def osiris_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def osiris_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point OSIRIS_HOME at a fresh directory and clear other OSIRIS_* variables."""
     for name in list(os.environ):
         if name.startswith("OSIRIS_"):
             monkeypatch.delenv(name)
     home = tmp_path / "home"
     monkeypatch.setenv("OSIRIS_HOME", str(home))
-    return home
+    yield home
+    # A store owner a test's processes started ends with the test (else it idles on).
+    ask_owner_to_release(home)
 
 
 @pytest.fixture

@@ -29,13 +29,15 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from osiris.config import Settings
+from osiris.config import Settings, settings_to_wire
 from osiris.core import client_hooks, routing
 from osiris.core.client_hooks import HookCall
-from osiris.engine import Engine
-from osiris.errors import CommittedWithErrors, OsirisError
+from osiris.errors import CommittedWithErrors, ConfigError, OsirisError
+
+if TYPE_CHECKING:
+    from osiris.engine import Engine
 
 log = logging.getLogger(__name__)
 CLIENT = "claude-code"
@@ -52,6 +54,8 @@ class HookOutcome:
     stdout: str
     exit_code: int
     problem: str | None = None
+    stderr: str = ""
+    """The line written to stderr (the hook process writes it when the owner ran it)."""
 
 
 def runner_prefix(settings: Settings, client: str, session_id: str,
@@ -128,8 +132,10 @@ HANDLERS = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
             "session-start": session_start}
 
 
-def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT) -> HookOutcome:
-    """Handle one hook invocation; never raises and never blocks because of OSIRIS."""
+def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *,
+             engine: Engine | None = None) -> HookOutcome:
+    """Handle one hook invocation; never raises and never blocks because of OSIRIS.
+    ``engine``: the store owner's (else one is opened in this process for the call)."""
     try:
         call = client_hooks.parse_hook_input(raw, event)
     except OsirisError as exc:
@@ -137,8 +143,13 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT) -
     settings = replace(settings, lock_timeout_s=min(settings.lock_timeout_s,
                                                     HOOK_LOCK_TIMEOUT_S))
     try:
-        with Engine(settings) as engine:
+        if engine is not None:
             doc = HANDLERS[event](engine, call, client)
+        else:
+            from osiris.engine import Engine
+
+            with Engine(settings) as opened:
+                doc = HANDLERS[event](opened, call, client)
     except CommittedWithErrors as exc:  # the call is recorded; only later work failed
         return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True)
     except OsirisError as exc:
@@ -166,7 +177,63 @@ def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
                 fh.write(line + "\n")
         except OSError as exc:  # the log is a courtesy; the answer must still go out
             log.warning("cannot write %s: %s", settings.hooks_log_path, exc)
-    sys.stderr.write(f"osiris: hook {event} {'recorded, but' if recorded else 'skipped'}: "
-                     f"{problem}\n")
+    message = f"osiris: hook {event} {'recorded, but' if recorded else 'skipped'}: {problem}\n"
+    sys.stderr.write(message)
     return HookOutcome(client_hooks.decision_json(client_hooks.allow_with_warning(problem)),
-                       0, problem)
+                       0, problem, message)
+
+
+def run_hook_via_owner(settings: Settings, event: str, raw: bytes,
+                       client: str = CLIENT) -> HookOutcome:
+    """The hook handled by the home's store owner (started if none runs): this process
+    imports no DuckDB and no tokenizer. Where no owner can serve, the hook runs in this
+    process instead; a call the owner may have recorded before it died is not repeated."""
+    from osiris.store.owner_client import OwnerClient, OwnerLost
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return run_hook(settings, event, raw, client)  # it reports the malformed input
+    owner = OwnerClient(settings.home, settings_to_wire(settings))
+    try:
+        result, _ = owner.request({"op": "hook", "client": client, "event": event,
+                                   "raw": text})
+    except OwnerLost as exc:
+        return skipped(settings, event, f"{exc.code}: {exc}", raw)
+    except OsirisError as exc:  # no owner: do the work here, as without one
+        log.info("no store owner (%s): the hook runs in this process", exc)
+        return run_hook(settings, event, raw, client)
+    finally:
+        owner.close()
+    outcome = HookOutcome(str(result.get("stdout") or ""), int(result.get("exit_code") or 0),
+                          result.get("problem"), str(result.get("stderr") or ""))
+    if outcome.stderr:
+        sys.stderr.write(outcome.stderr)
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    """``osiris hook CLIENT EVENT`` (dispatched before the CLI is imported): the client's
+    JSON on stdin, its decision JSON on stdout, exit 0 whatever OSIRIS's problem."""
+    raw = sys.stdin.buffer.read()
+    if len(argv) != 2 or argv[1] not in HANDLERS:
+        outcome = skipped(None, argv[1] if len(argv) > 1 else "?",
+                          "usage: osiris hook claude-code|codex "
+                          + "|".join(HANDLERS), raw)
+    elif argv[0] not in CLIENTS:
+        outcome = skipped(None, argv[1], f"unknown client {argv[0]!r}: use "
+                          + " or ".join(CLIENTS), raw)
+    else:
+        try:
+            settings = Settings.from_env()
+        except ConfigError as exc:
+            outcome = skipped(None, argv[1], f"configuration error: {exc}", raw)
+        else:
+            logging.basicConfig(level=settings.log_level, stream=sys.stderr)
+            if settings.store_owner:
+                outcome = run_hook_via_owner(settings, argv[1], raw, argv[0])
+            else:
+                outcome = run_hook(settings, argv[1], raw, argv[0])
+    if outcome.stdout:
+        sys.stdout.write(outcome.stdout + "\n")
+    return outcome.exit_code

@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from osiris.config import process_environment
 
@@ -181,15 +181,30 @@ def _stored_preview(spool: IO[bytes], size: int, status: int, command: str,
         return None  # small (a token is at least a byte), or over what OSIRIS holds
     spool.seek(0)
     text = spool.read().decode("utf-8")  # not UTF-8: shown verbatim (lossless)
-    from osiris.engine import Engine
-
     session = options.get("session")
     task = f"session:{session}" if session else "session:osiris-run"
     client = options.get("client", "client")
-    with Engine(settings) as engine:
-        answer = engine.route_output(task, text, tool="Bash", args={"command": command},
-                                     failed=status != 0, cwd=os.getcwd(), client=client,
-                                     threshold=threshold)
+    call: dict[str, Any] = {"tool": "Bash", "args": {"command": command}, "failed": status != 0,
+            "cwd": os.getcwd(), "client": client, "threshold": threshold}
+    answer = None
+    if settings.store_owner:
+        from osiris.errors import OsirisError
+        from osiris.store.owner_client import OwnerLost
+        from osiris.store.remote import RemoteEngine
+
+        try:
+            with RemoteEngine(settings) as remote:
+                answer = remote.route_output(task, text, **call)
+            owner_served = True
+        except OwnerLost:
+            raise  # it may have stored the output: shown verbatim, logged, not repeated
+        except OsirisError:  # no owner could serve: store it from this process
+            owner_served = False
+    if not settings.store_owner or not owner_served:
+        from osiris.engine import Engine
+
+        with Engine(settings) as engine:
+            answer = engine.route_output(task, text, **call)
     if answer is None:
         return None
     body = answer["preview"].rstrip("\n")

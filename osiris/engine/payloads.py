@@ -12,15 +12,18 @@ the agent's context, ``saved_claimed`` what externalization makes droppable, and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mimetypes
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from osiris.core.display import escape_controls
 from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
-from osiris.core.preview import make_preview
+from osiris.core.preview import Preview, make_preview
 from osiris.core.prune import ContextItem, PruneAdvice, plan_prune
 from osiris.core.redaction import ScrubResult, scrub, scrub_once
 from osiris.core.task_state import FileRecord, TaskState, ToolResult
@@ -57,21 +60,92 @@ def media_type_for(path: str | None) -> str:
     return guessed or "text/plain"
 
 
+PREPARE_MIN_CHARS = 16_384
+"""Payloads from this size on are scrubbed, hashed, stored, counted and previewed before
+the transaction of their ``observe`` starts (:func:`prepared`)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """The CPU work of one payload, done before its transaction."""
+
+    scrubbed: ScrubResult
+    ref: str
+    size_bytes: int
+    tokens: int
+    preview_key: tuple[Any, ...] | None
+    preview: Preview | None
+
+
+_PREPARED = threading.local()
+
+
+@contextlib.contextmanager
+def prepared(ctx: EngineContext, kind: str, result: object, args: object,
+             fixed_mode: str | None) -> Iterator[None]:
+    """Do the CPU work of a large ``observe`` payload now (scrub, SHA-256, the blob write,
+    the token count and the preview the engagement mode will want), so that the
+    transaction that follows holds the store only for its reads and writes. Anything the
+    work cannot decide (a bad argument, an oversized payload) is left to the call itself,
+    which raises the same error inside its transaction."""
+    work = None
+    if kind in ("result", "error") and isinstance(result, str) \
+            and len(result) >= PREPARE_MIN_CHARS:
+        with contextlib.suppress(InvalidInputError):
+            work = _prepare(ctx, kind, _payload_text(ctx, kind, result), args, fixed_mode)
+    _PREPARED.work = (result, work) if work is not None else None
+    try:
+        yield
+    finally:
+        _PREPARED.work = None
+
+
+def _prepare(ctx: EngineContext, kind: str, text: str, args: object,
+             fixed_mode: str | None) -> _Prepared:
+    scrubbed = scrub_once(text)
+    data = scrubbed.text.encode("utf-8")
+    ref, _ = ctx.store.put_blob(data)
+    tokens = ctx.counter.count(scrubbed.text)
+    engagement = choose_engagement(tokens, thresholds_of(ctx), fixed_mode)
+    key = preview = None
+    if engagement.externalized:
+        path = _path_in_args(parse_args(args))
+        key = (engagement.preview_tokens, kind, path)
+        preview = make_preview(scrubbed.text, budget_tokens=engagement.preview_tokens,
+                               counter=ctx.counter, kind=kind, path=path)
+    return _Prepared(scrubbed, ref, len(data), tokens, key, preview)
+
+
+def _prepared_for(text: str) -> _Prepared | None:
+    """The work :func:`prepared` did for ``text`` (compared by value), if any."""
+    held = getattr(_PREPARED, "work", None)
+    if held is None:
+        return None
+    original, work = held
+    if len(original) == len(text) and (original is text or original == text):
+        return work  # type: ignore[no-any-return]
+    return None
+
+
 def store_payload(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, via: str,
                   path: str | None = None, scrubbed: ScrubResult | None = None,
                   ) -> StoredPayload:
     """Scrub (unless already scrubbed), count, store once, record metadata, and make the
     ref the task's."""
-    scrubbed = scrubbed or scrub_once(text)
-    data = scrubbed.text.encode("utf-8")
-    ref, _ = ctx.store.put_blob(data)
-    tokens = ctx.counter.count(scrubbed.text)
+    work = _prepared_for(text)
+    if work is not None:
+        scrubbed, ref, size, tokens = work.scrubbed, work.ref, work.size_bytes, work.tokens
+    else:
+        scrubbed = scrubbed or scrub_once(text)
+        data = scrubbed.text.encode("utf-8")
+        ref, _ = ctx.store.put_blob(data)
+        size, tokens = len(data), ctx.counter.count(scrubbed.text)
     media_type = media_type_for(path)
-    tx.record_ref(ref, size_bytes=len(data), tokens=tokens, encoding=ctx.counter.encoding_name,
+    tx.record_ref(ref, size_bytes=size, tokens=tokens, encoding=ctx.counter.encoding_name,
                   media_type=media_type, redaction_version=scrubbed.rules_version,
                   redactions=scrubbed.redacted)
     tx.link_ref(task_id, ref, via)
-    return StoredPayload(ref, scrubbed.text, len(data), tokens, scrubbed.redacted, media_type)
+    return StoredPayload(ref, scrubbed.text, size, tokens, scrubbed.redacted, media_type)
 
 
 def _payload_text(ctx: EngineContext, kind: str, result: object) -> str:
@@ -138,8 +212,10 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
         text = _payload_text(ctx, kind, result)
         tool = tool or "unknown"
     args_text, args_hash = args_fingerprint(tool, call_args)
-    scrubbed = scrub_once(text)
-    scrubbed_digest = sha256_hex(scrubbed.text.encode("utf-8"))
+    work = _prepared_for(text)
+    scrubbed = work.scrubbed if work is not None else scrub_once(text)
+    scrubbed_digest = digest_of_ref(work.ref) if work is not None else \
+        sha256_hex(scrubbed.text.encode("utf-8"))
     cache_key = sha256_hex(f"{args_hash}\u2016{scrubbed_digest}")
 
     # What LoopGuard sees of this call (popped by observe before it answers).
@@ -217,8 +293,13 @@ def _placement(ctx: EngineContext, kind: str, tool: str, stored: StoredPayload,
             facts["content"] = escape_controls(stored.text)
         return facts, [{"kind": "payload.inline", "ref": stored.ref, "tokens": stored.tokens,
                         "context_tokens": in_context, "detail": detail}]
-    preview = make_preview(stored.text, budget_tokens=engagement.preview_tokens,
-                           counter=ctx.counter, kind=kind, path=path)
+    work = _prepared_for(stored.text)
+    if work is not None and work.preview is not None \
+            and work.preview_key == (engagement.preview_tokens, kind, path):
+        preview = work.preview
+    else:
+        preview = make_preview(stored.text, budget_tokens=engagement.preview_tokens,
+                               counter=ctx.counter, kind=kind, path=path)
     facts.update(preview=preview.text, preview_tokens=preview.tokens,
                  lines=preview.lines_total, strategy=preview.strategy,
                  recall=_recall_hint(preview.strategy))

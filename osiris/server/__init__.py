@@ -8,28 +8,41 @@ nothing of MCP.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server.mcpserver import MCPServer
 
 from osiris._version import __version__
 from osiris.config import Settings
 from osiris.core.operating_context import instructions_text
-from osiris.engine import Engine
+from osiris.engine.operating_context import OperatingContextLoader
 from osiris.server.definitions import DISPATCH, TOOLS
 from osiris.server.resources import prompt_guard, register_resources
 from osiris.server.tools import EngineGate, argument_guard, build_tools
+from osiris.store.remote import RemoteEngine
 
 
-def build_server(settings: Settings, engine: Engine | None = None) -> MCPServer:
-    """The OSIRIS MCP server for ``settings`` (the engine is created unless given)."""
-    engine = engine or Engine(settings)
+def build_server(settings: Settings, engine: Any = None) -> MCPServer:
+    """The OSIRIS MCP server for ``settings``. The engine is the home's store owner's
+    (:class:`osiris.store.remote.RemoteEngine`) unless ``OSIRIS_STORE_OWNER=off`` or one
+    is given (an :class:`osiris.engine.Engine` in process)."""
+    from osiris.engine import open_engine
+
+    engine = engine or open_engine(settings)
     gate = EngineGate(engine)
     # The soft layer is read once: the instructions stay fixed for the life of the
-    # process (an HTTP server must be restarted to serve an edited summary).
-    context, _ = engine.ctx.operating.load()
+    # process (an HTTP server must be restarted to serve an edited summary). Read here,
+    # not asked of the store owner: a server starts without waiting for one.
+    if isinstance(engine, RemoteEngine):
+        context, _ = OperatingContextLoader(settings.sidecar_path).load()
+        instructions = instructions_text(context)
+        engine.start_owner()  # in the background: the first tool call finds it ready
+    else:
+        instructions = engine.instructions()
     tools = build_tools(gate, dotted=settings.tool_names == "dotted",
                         dispatch_only=settings.dispatch_only)
     server = MCPServer("osiris", title="OSIRIS", version=__version__,
-                       instructions=instructions_text(context), tools=tools,
+                       instructions=instructions, tools=tools,
                        log_level=settings.log_level)  # type: ignore[arg-type]
     server.middleware.append(argument_guard((*TOOLS, DISPATCH), settings.tool_names == "dotted"))
     register_resources(server, gate)

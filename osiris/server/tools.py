@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from mcp.server.mcpserver import Context
@@ -21,10 +21,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from osiris.core import client_hooks
 from osiris.core.redaction import scrub
-from osiris.engine import Engine
 from osiris.errors import InvalidInputError, OsirisError
 from osiris.server import answers
 from osiris.server.definitions import DISPATCH, TOOLS, ToolDef
+
+if TYPE_CHECKING:
+    from osiris.engine import Engine
 
 log = logging.getLogger(__name__)
 MAX_ARGUMENT_BYTES = 64 << 20

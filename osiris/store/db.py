@@ -103,6 +103,11 @@ class Database:
         self._migrated = False
         #: Seconds spent waiting for locks by this object (reported by the benchmark).
         self.lock_wait_s = 0.0
+        #: Seconds the last write held the store (its transaction and after-commit work).
+        self.last_write_held_s = 0.0
+        #: Seconds the last unit of work held the home's lock (open, work, close; for an
+        #: exclusive database, the last write's turn).
+        self.last_lock_held_s = 0.0
 
     # -- public API -----------------------------------------------------------------
 
@@ -129,6 +134,7 @@ class Database:
         with self._mutex, self._connection(read_only=False) as con:
             if not self._migrated:  # on this connection: no second open just to check
                 self._apply_migrations(con)
+            began = time.perf_counter()
             con.execute("BEGIN TRANSACTION")
             self._current = con
             self._local.after_commit = after_commit
@@ -142,7 +148,12 @@ class Database:
             finally:
                 self._current = None
                 self._local.after_commit = []
-            _run_after_commit(after_commit)
+            try:
+                _run_after_commit(after_commit)
+            finally:
+                self.last_write_held_s = time.perf_counter() - began
+                if self._held is not None:  # one connection for life: the turn is the lock
+                    self.last_lock_held_s = self.last_write_held_s
 
     @contextlib.contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -217,6 +228,7 @@ class Database:
         elif not self.path.exists():
             raise NotFoundError(f"{self.path} does not exist")
         fd = self._acquire_lock(shared=read_only)
+        locked = time.perf_counter()
         try:
             con = self._connect(read_only=read_only)
             if self.exclusive:
@@ -231,6 +243,7 @@ class Database:
         finally:
             if fd >= 0:
                 _release(fd)
+                self.last_lock_held_s = time.perf_counter() - locked
 
     def _acquire_lock(self, *, shared: bool) -> int:
         """The main lock (shared for readers), taken through the turnstile so that a
@@ -261,6 +274,10 @@ class Database:
             return fd
         except BlockingIOError:
             pass
+        if path == self.lock_path:
+            # The home's store owner may be the holder: it steps aside when asked, and the
+            # next OSIRIS client starts a new one (osiris.owner).
+            ask_owner_to_release(self.path.parent)
         # Contended: wait in the kernel (a blocked flock is woken the moment the holder
         # releases, so waiters are served promptly instead of polling and losing the race
         # to a holder that re-locks at once). The wait runs in a helper thread so that it
@@ -368,6 +385,28 @@ class Database:
             applied.append(migration.name)
         self._migrated = True
         return applied
+
+
+def ask_owner_to_release(home: Path) -> bool:
+    """Ask the store owner of ``home`` (if one listens) to close the database and exit;
+    True when one agreed."""
+    from osiris.store import owner_client
+
+    try:
+        sock = owner_client.try_connect(owner_client.socket_path(home))
+    except StoreError:
+        return False
+    if sock is None:
+        return False
+    with sock:
+        try:
+            sock.settimeout(5.0)
+            owner_client.send_frame(sock, {"op": "release"})
+            reply, _ = owner_client.recv_frame(sock, 1 << 20)
+        except (OSError, EOFError, ValueError):
+            return False
+    log.info("asked the store owner of %s to release the database", home)
+    return bool(reply.get("ok"))
 
 
 def connect_duckdb(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -178,7 +178,12 @@ class Store:
         self.settings = settings
         self.home = settings.home
         if create:
-            self.home.mkdir(parents=True, exist_ok=True)
+            try:
+                self.home.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the OSIRIS home {self.home}: "
+                                 f"{exc.strerror or exc}; point OSIRIS_HOME at a directory "
+                                 "this user may write") from exc
         elif not settings.db_path.is_file():
             # A mistyped OSIRIS_HOME must be caught, not silently become a new empty home.
             raise NotFoundError(missing_home_message(self.home))

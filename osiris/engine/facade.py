@@ -1,0 +1,478 @@
+"""The engine facade: the one entry over core and store that the MCP server, the store
+owner, the CLI and the benchmark all drive. Each public method is one store transaction
+(or one read), and each scrubs every agent-supplied argument of secrets before anything else sees it
+(:mod:`osiris.engine.agent_input`).
+
+``principal`` is the caller's authenticated identity (an HTTP bearer token's name);
+with one, a caller may use only the tasks it created. ``actor`` is what the journal
+records as the caller (the principal, an agent id, or ``agent``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from osiris.config import Settings
+from osiris.core import client_hooks
+from osiris.core.budget import budget_state
+from osiris.core.cost_models import CostModel, default_cost_models
+from osiris.core.display import escape_controls
+from osiris.core.hashing import digest_of_ref
+from osiris.core.manifest import render_manifest
+from osiris.core.operating_context import context_view, instructions_text, resolve_project
+from osiris.core.prefix import compute_zones
+from osiris.core.routing import (
+    SHELL_TOOLS,
+    WRAP_MARK,
+    compaction_context,
+    foreign_mcp_tool,
+    read_candidate,
+    replaced_output,
+    wrap_command,
+)
+from osiris.core.task_state import TaskState
+from osiris.core.tokens import TokenCounter, default_counter
+from osiris.engine import (
+    checkpoints,
+    client_sessions,
+    governance,
+    handoffs,
+    observing,
+    payloads,
+    planning,
+)
+from osiris.engine import memory as memory_ops
+from osiris.engine import recall as recall_op
+from osiris.engine import routing as routing_ops
+from osiris.engine.agent_input import scrubbing_facade
+from osiris.engine.context import (
+    EngineContext,
+    account_answer,
+    authorize,
+    check_task_id,
+    derived_counts,
+    load_task,
+)
+from osiris.engine.operating_context import OperatingContextLoader
+from osiris.engine.rules import RulesLoader
+from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store.state import Clock, Store, Tx
+
+PLAN_MODES = ("start", "update", "resume", "status", "context", "memory")
+
+
+def check_client_format(client_format: object) -> None:
+    """None (an agent's own call) or a client whose hook format OSIRIS speaks."""
+    if client_format is not None and client_format not in client_hooks.CLIENTS:
+        raise InvalidInputError(f"unknown client format {client_format!r}: use one of "
+                                + ", ".join(client_hooks.CLIENTS))
+
+
+@scrubbing_facade
+class Engine:
+    """plan, precheck, observe, recall, checkpoint (and handoff) over one OSIRIS home."""
+
+    def __init__(self, settings: Settings, *, store: Store | None = None,
+                 counter: TokenCounter | None = None, clock: Clock | None = None,
+                 exclusive: bool = False, cost_model: str | CostModel | None = None,
+                 fixed_mode: str | None = None,
+                 task_ids: Callable[[], str] | None = None) -> None:
+        self.settings = settings
+        #: Force one engagement mode for every payload (the benchmark's osiris-fixed).
+        self.fixed_mode = fixed_mode
+        self.store = store or Store(settings, exclusive=exclusive, clock=clock)
+        self.ctx = EngineContext(
+            settings=settings, store=self.store, counter=counter or default_counter(),
+            cost_model=(cost_model if isinstance(cost_model, CostModel)
+                        else default_cost_models().get(cost_model or settings.cost_model)),
+            rules=RulesLoader(settings.roots),
+            operating=OperatingContextLoader(settings.sidecar_path), task_ids=task_ids)
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plan --------------------------------------------------------------------------
+
+    def plan(self, mode: str, *, task_id: str | None = None, objective: str | None = None,
+             steps: list[str] | None = None, active_step: int | None = None,
+             completed: list[int] | None = None, constraints: list[Any] | None = None,
+             decisions: list[Any] | None = None, agent_id: str | None = None,
+             project_id: str | None = None, budget: dict[str, Any] | None = None,
+             flags: dict[str, bool] | None = None, section: str | None = None,
+             memory: Any = None, announce: bool = True, actor: str | None = None,
+             principal: str | None = None) -> dict[str, Any]:
+        """Start, update, resume or report on a task; returns the sealed manifest."""
+        if mode not in PLAN_MODES:
+            raise InvalidInputError(f"unknown plan mode {mode!r}: use one of "
+                                    + ", ".join(PLAN_MODES))
+        if mode == "context":
+            return self.operating_context(section)
+        with self.store.transaction(actor or principal or agent_id or "agent") as tx:
+            if mode == "start":
+                context, _ = self.ctx.operating.load()
+                resolution = resolve_project(context, project_id, agent_id, write=True)
+                answer = planning.plan_start(
+                    self.ctx, tx, objective=objective, steps=steps, active_step=active_step,
+                    constraints=constraints, decisions=decisions, agent_id=agent_id,
+                    project_id=resolution.project_id, budget=budget, flags=flags,
+                    owner=principal, announce=announce)
+                answer.update(resolution.facts())
+            else:
+                task = check_task_id(task_id)
+                authorize(tx.con, task, principal)
+                if mode == "update":
+                    answer = planning.plan_update(
+                        self.ctx, tx, task_id=task, steps=steps, active_step=active_step,
+                        completed=completed, constraints=constraints, decisions=decisions,
+                        budget=budget, flags=flags)
+                elif mode == "resume":
+                    answer = planning.plan_resume(self.ctx, tx, task_id=task)
+                elif mode == "memory":
+                    answer = self._memory(tx, task, memory, project_id, agent_id)
+                else:
+                    answer = planning.plan_status(self.ctx, tx, task_id=task)
+            account_answer(self.ctx, tx, answer["task_id"], f"plan.{mode}", answer)
+        return answer
+
+    def _memory(self, tx: Tx, task_id: str, request: Any, project_id: Any,
+                agent_id: str | None) -> dict[str, Any]:
+        """``plan(mode="memory")``: a list writes entries, an object (or nothing) looks up."""
+        state = load_task(tx, task_id)
+        if project_id is not None:  # a read across projects obeys the registry (warn only)
+            context, _ = self.ctx.operating.load()
+            resolution = resolve_project(context, project_id, agent_id or state.agent_id,
+                                         write=False)
+            state = replace(state, project_id=resolution.project_id)
+        if isinstance(request, list):
+            return {"task_id": task_id, "mode": "memory",
+                    "written": memory_ops.write(tx, state, request)}
+        if request is not None and not isinstance(request, dict):
+            raise InvalidInputError('memory must be a list of entries to write, or an object '
+                                    'like {"kind": "lesson", "scope": "project"} to look up')
+        return {"task_id": task_id, "mode": "memory",
+                "entries": memory_ops.lookup(tx, state, request or {})}
+
+    # -- handoff -----------------------------------------------------------------------
+
+    def handoff(self, mode: str, *, task_id: str | None = None, handoff_id: str | None = None,
+                contract: Any = None, result: Any = None, agent_id: str | None = None,
+                actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+        """create, accept, complete or status of a delegation contract."""
+        if mode not in handoffs.HANDOFF_MODES:
+            raise InvalidInputError(f"unknown handoff mode {mode!r}: use one of "
+                                    + ", ".join(handoffs.HANDOFF_MODES))
+        with self.store.transaction(actor or principal or agent_id or "agent") as tx:
+            if mode == "create":
+                authorize(tx.con, check_task_id(task_id), principal)
+                answer = handoffs.create(self.ctx, tx, task_id=task_id, contract=contract)
+            else:
+                # One ownership rule for every other mode, as for tasks and refs: a handoff
+                # belongs to the identity that owns its parent task. The handoff id alone
+                # admits nobody (it is shown to whoever the parent agent tells).
+                handoffs.authorize(tx, handoff_id, principal)
+                if mode == "accept":
+                    answer = handoffs.accept(self.ctx, tx, handoff_id=handoff_id,
+                                             agent_id=agent_id, owner=principal)
+                elif mode == "complete":
+                    answer = handoffs.complete(self.ctx, tx, handoff_id=handoff_id,
+                                               task_id=task_id, result=result)
+                else:
+                    answer = handoffs.status(self.ctx, tx, handoff_id=handoff_id)
+            account_answer(self.ctx, tx, answer.get("task_id") or answer.get("parent_task_id"),
+                           f"handoff.{mode}", answer)
+        return answer
+
+    def instructions(self) -> str:
+        """The MCP server's instructions: the operating context's doctrine."""
+        context, _ = self.ctx.operating.load()
+        return instructions_text(context)
+
+    def operating_context(self, section: str | None = None) -> dict[str, Any]:
+        """The operating context, read-only (``plan(mode="context")``, ``osiris://context``)."""
+        if section is not None and not isinstance(section, str):
+            raise InvalidInputError("section must be the name of a doctrine section")
+        context, problems = self.ctx.operating.load()
+        return context_view(context, section, problems)
+
+    # -- precheck ----------------------------------------------------------------------
+
+    def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
+                 path: str | None = None, confirmed: bool = False, actor: str | None = None,
+                 principal: str | None = None, client_format: str | None = None,
+                 cwd: str | None = None) -> dict[str, Any]:
+        """allow, warn, suggest_alternative, require_approval or block an intended action.
+
+        ``client_format="claude-code"``: asked by a client hook; the answer also carries
+        ``client_output``, the client's decision JSON, and only the text of it that the
+        model will see is booked as OSIRIS's overhead. ``task_id`` may be
+        ``session:<client session id>`` (``cwd``: the session's directory)."""
+        check_client_format(client_format)
+        with self.store.transaction(actor or principal or "agent") as tx:
+            task_id, created = client_sessions.resolve_task(
+                self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
+            answer = governance.precheck(self.ctx, tx, self.ctx.rules, task_id=task_id,
+                                         tool=tool, args=args, path=path,
+                                         confirmed=confirmed)
+            shown = None
+            if client_format is not None:
+                output = client_hooks.pre_tool_use_decision(
+                    answer, client_sessions.first_sight_note(task_id) if created else None,
+                    tool=tool)
+                route = None if client_hooks.objects(output) else self._route_call(
+                    tx, task_id, tool, args or {}, cwd)
+                if route and route["op"] == "pointer":
+                    output = client_hooks.pointer_decision(output, route["reason"])
+                elif route and route.get("context"):
+                    output = client_hooks.with_context(output, route["context"])
+                answer, shown = {**answer, "client_output": output}, \
+                    client_hooks.shown_text(output)
+                if route:
+                    answer["route"] = route
+            account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)
+        return answer
+
+    def _route_call(self, tx: Tx, task_id: str, tool: str, args: dict[str, Any],
+                    cwd: str | None) -> dict[str, Any] | None:
+        """How a client hook should rewrite the call (``osiris.core.routing``): a window
+        of a large file, or running a shell command through ``osiris run``."""
+        config = routing_ops.config_of(self.ctx, tx)
+        if tool == "Read":
+            asks = [args]
+            if read_candidate(tool, args, config) is not None:  # it may be windowed
+                asks.append({**args, "offset": 1, "limit": config.read_window_lines})
+            for asked in asks:
+                pointer = routing_ops.reread(self.ctx, tx, task_id, asked, cwd, config)
+                if pointer is not None:
+                    return {"op": "pointer", "reason": pointer}
+        read = routing_ops.route_read(self.ctx, tx, task_id, tool, args, cwd, config)
+        if read is not None:
+            return {"op": "window", "offset": 1, "limit": config.read_window_lines,
+                    "context": read["additionalContext"], "ref": read["ref"]}
+        if tool in SHELL_TOOLS:
+            command = args.get("command", args.get("cmd"))
+            wrap = wrap_command(command, args, config, WRAP_MARK.strip())
+            if wrap.command is not None:
+                return {"op": "wrap", "exempt": list(config.exempt),
+                        "threshold": config.shell_preview_tokens}
+            return None
+        return None
+
+    def _replace_mcp_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
+                            result: Any, kind: str, client: str, event: str,
+                            output: dict[str, Any]) -> dict[str, Any]:
+        """Another MCP server's large output, replaced by its preview and ref."""
+        if not tool or not foreign_mcp_tool(tool) or not isinstance(result, str) \
+                or event != "PostToolUse":
+            return output
+        config = routing_ops.config_of(self.ctx, tx)
+        if not config.mcp_outputs:
+            return output
+        stored = routing_ops.store_output(
+            self.ctx, tx, task_id, result, tool=tool,
+            args=args if isinstance(args, dict) else {}, failed=kind == "error",
+            config=config, threshold=config.mcp_threshold_tokens)
+        if stored is None:
+            return output
+        text = replaced_output(stored["preview"], ref=stored["ref"], tokens=stored["tokens"],
+                               lines=stored["lines"])
+        replaced = client_hooks.replaced_output(text, client, event)
+        inner = output.get("hookSpecificOutput")
+        if inner and "hookSpecificOutput" in replaced:
+            replaced["hookSpecificOutput"] = {**inner, **replaced["hookSpecificOutput"]}
+        return replaced
+
+    def compacted(self, task_id: str, *, client_format: str, actor: str | None = None,
+                  cwd: str | None = None) -> dict[str, Any]:
+        """The client compacted its history: journal it, restart LoopGuard's window (what
+        it counted left the prompt), and answer with the manifest and the live refs."""
+        check_client_format(client_format)
+        with self.store.transaction(actor or "agent") as tx:
+            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
+                                                      client=client_format, cwd=cwd)
+            state = derived_counts(tx.con, load_task(tx, task_id, self.ctx.cost_model),
+                                   self.ctx.cost_model)
+            config = routing_ops.config_of(self.ctx, tx)
+            seq = tx.event("client.compacted", {"client": client_format}, task_id=task_id).seq
+            governance.insert_call(tx, task_id, seq, governance.progress_row(seq))
+            output: dict[str, Any] = {}
+            refs: list[dict[str, Any]] = []
+            if config.compaction:
+                files = {f.ref: f.path for f in state.files}
+                refs = routing_ops.live_refs(tx, task_id, files)
+                output = client_hooks.session_start_output(compaction_context(
+                    render_manifest(state, self.ctx.counter), refs))
+            answer = {"task_id": task_id, "refs": len(refs), "client_output": output}
+            account_answer(self.ctx, tx, task_id, "compacted", answer,
+                           client_hooks.shown_text(output))
+        return answer
+
+    def route_output(self, task_id: str, text: str, *, tool: str, args: dict[str, Any],
+                     failed: bool, cwd: str | None = None, client: str = "client",
+                     threshold: int | None = None) -> dict[str, Any] | None:
+        """``osiris run``: store a command's whole output and return the preview that
+        stands in for it (None when it is small enough to show as is)."""
+        with self.store.transaction(f"{client}:run") as tx:
+            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
+                                                      client=client, cwd=cwd)
+            config = routing_ops.config_of(self.ctx, tx)
+            return routing_ops.store_output(self.ctx, tx, task_id, text, tool=tool,
+                                            args=args, failed=failed, config=config,
+                                            threshold=threshold or
+                                            config.shell_preview_tokens)
+
+    # -- observe -----------------------------------------------------------------------
+
+    def observe(self, task_id: str, kind: str, *, tool: str | None = None,
+                args: dict[str, Any] | None = None, result: Any = None,
+                path: str | None = None, seal: str | None = None,
+                usage: dict[str, Any] | None = None, actor: str | None = None,
+                principal: str | None = None, client_format: str | None = None,
+                client_event: str = "PostToolUse", cwd: str | None = None,
+                tool_use_id: str | None = None) -> dict[str, Any]:
+        """Record what happened this turn; check the SEAL; store provider usage.
+
+        ``client_format="claude-code"``: observed by a client hook (``client_event``
+        PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
+        its added context is booked as overhead."""
+        check_client_format(client_format)
+        if kind not in observing.OBSERVE_KINDS:
+            raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
+                                    + ", ".join(observing.OBSERVE_KINDS))
+        with payloads.prepared(self.ctx, kind, result, args, self.fixed_mode), \
+                self.store.transaction(actor or principal or "agent") as tx:
+            task_id, created = client_sessions.resolve_task(
+                self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
+            state = load_task(tx, task_id, self.ctx.cost_model)
+            answer = observing.observe(self.ctx, tx, state, kind=kind, tool=tool, args=args,
+                                       result=result, path=path, seal=seal, usage=usage,
+                                       fixed_mode=self.fixed_mode)
+            shown = None
+            if client_format is not None:
+                output = client_hooks.post_tool_use_output(
+                    answer, client_event,
+                    client_sessions.first_sight_note(task_id) if created else None)
+                output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
+                                                  client_format, client_event, output)
+                if tool == "Read" and kind != "error" and isinstance(args, dict):
+                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id)
+                answer, shown = {**answer, "client_output": output}, \
+                    client_hooks.shown_text(output)
+            account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)
+        return answer
+
+    # -- recall ------------------------------------------------------------------------
+
+    def recall(self, ref: str, op: str = "head", *, pattern: str | None = None,
+               start: int | None = None, end: int | None = None, n: int | None = None,
+               context: int | None = None, fields: list[str] | None = None,
+               where: Any = None, max_tokens: int | None = None, ignore_case: bool = False,
+               language: str | None = None, task_id: str | None = None,
+               actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+        """Expand a ref server-side: only what was asked for enters the context."""
+        task = check_task_id(task_id) if task_id is not None else None
+        with self.store.transaction(actor or principal or "agent") as tx:
+            if task is not None:
+                authorize(tx.con, task, principal)
+                # A task sees only refs it created or was handed: OSIRIS never tells an
+                # agent it has content that never reached it.
+                digest_of_ref(ref)
+                if tx.con.execute("SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?",
+                                  [task, ref]).fetchone() is None:
+                    raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
+                                        "observed in this task nor handed to it")
+            if principal is not None:
+                self._check_ref_visible(tx.con, ref, principal)
+            answer = recall_op.recall(
+                self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
+                context=context, fields=fields, where=where, max_tokens=max_tokens,
+                ignore_case=ignore_case, language=language)
+            tx.event("recall", {"ref": ref, "op": op, "tokens": answer["tokens"],
+                                "truncated": answer["truncated"]}, task_id=task)
+            account_answer(self.ctx, tx, task, f"recall.{op}", answer)
+        return answer
+
+    # -- checkpoint --------------------------------------------------------------------
+
+    def checkpoint(self, task_id: str, mode: str, *, checkpoint_id: str | None = None,
+                   item: int = 0, offset: int = 0, max_tokens: int | None = None,
+                   actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+        """Snapshot, resume, report, compact, trim, clear or restore."""
+        with self.store.transaction(actor or principal or "agent") as tx:
+            authorize(tx.con, check_task_id(task_id), principal)
+            answer = checkpoints.checkpoint(self.ctx, tx, task_id=task_id, mode=mode,
+                                            checkpoint_id=checkpoint_id, item=item,
+                                            offset=offset, max_tokens=max_tokens)
+            account_answer(self.ctx, tx, answer["task_id"], f"checkpoint.{mode}", answer)
+        return answer
+
+    # -- read-only views (MCP resources, the resume prompt) ----------------------------
+
+    def _read_state(self, task_id: str, principal: str | None) -> TaskState:
+        task = check_task_id(task_id)
+        with self.store.read() as con:
+            authorize(con, task, principal)
+            row = con.execute("SELECT state FROM tasks WHERE task_id = ?", [task]).fetchone()
+            assert row is not None
+            return derived_counts(con, TaskState.from_dict(json.loads(row[0])),
+                                  self.ctx.cost_model)
+
+    def manifest_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+        """The task's manifest, zone hashes, drift state and objective (no side effects)."""
+        state = self._read_state(task_id, principal)
+        zones = compute_zones(state)
+        return {"task_id": state.task_id, "objective": state.objective,
+                "manifest": render_manifest(state, self.ctx.counter), "seal": zones.seal,
+                "drift": state.drift,
+                "zones": {"head": zones.head, "zone_b": zones.zone_b, "tail": zones.tail,
+                          "prefix": zones.prefix, "zone_a": zones.zone_a}}
+
+    def status_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+        """Live context pressure and budget (no side effects)."""
+        state = self._read_state(task_id, principal)
+        return {"task_id": state.task_id,
+                "pressure": planning.pressure_of(self.ctx, state).as_dict(),
+                "budget": {"state": budget_state(state.budget),
+                           "tokens_consumed": state.budget.tokens_consumed,
+                           "token_limit": state.budget.token_limit,
+                           "cost_consumed_usd": state.budget.cost_consumed_usd,
+                           "cost_limit_usd": state.budget.cost_limit_usd},
+                "plan": planning.plan_view(state)}
+
+    def resume_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+        """Everything an agent needs to recover after a crash, from the store alone."""
+        state = self._read_state(task_id, principal)
+        return {"task_id": state.task_id, "objective": escape_controls(state.objective),
+                "manifest": render_manifest(state, self.ctx.counter),
+                "constraints": [escape_controls(i.text) for i in state.constraints],
+                "decisions": [escape_controls(i.text) for i in state.decisions],
+                "plan": planning.plan_view(state), "lessons": list(state.lessons),
+                "files": [f.path for f in state.files], "flags": dict(state.flags)}
+
+    def ref_bytes(self, ref: str, principal: str | None = None) -> tuple[bytes, str]:
+        """Raw verified bytes of a ref and its media type."""
+        digest_of_ref(ref)
+        with self.store.read() as con:
+            if principal is not None:
+                self._check_ref_visible(con, ref, principal)
+            row = con.execute("SELECT media_type FROM refs WHERE ref = ?", [ref]).fetchone()
+        if row is None:
+            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
+        return self.store.refs.get(ref), str(row[0])
+
+    @staticmethod
+    def _check_ref_visible(con: Any, ref: str, principal: str) -> None:
+        row = con.execute("SELECT 1 FROM task_refs r JOIN tasks t USING (task_id)"
+                          " WHERE r.ref = ? AND t.owner = ? LIMIT 1", [ref, principal]
+                          ).fetchone()
+        if row is None:
+            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")

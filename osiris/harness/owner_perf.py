@@ -1,0 +1,437 @@
+"""The store owner's stage of the benchmark (reports/PERF.md): before and after, one run.
+
+"Before" is OSIRIS with ``OSIRIS_STORE_OWNER=off``: every process opens the database,
+takes the home's lock, commits and closes for each call (what OSIRIS did until the
+owner existed). "After" is the default: one owner per home (:mod:`osiris.owner`).
+Each figure is measured both ways in the same run, on the same machine, and reported
+as medians, p99 and their ratio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from osiris.config import Settings, process_environment
+from osiris.harness.owner_load import kill_owners, spawn_observer, verify
+from osiris.harness.stats import median, ms, percentile
+from osiris.store.db import ask_owner_to_release
+
+if TYPE_CHECKING:
+    from osiris.harness.bench import BenchContext
+
+MODES = ("before", "after")
+MODE_LABEL = {"before": "connection per call (OSIRIS_STORE_OWNER=off)",
+              "after": "store owner"}
+
+
+def _env(home: Path, mode: str) -> dict[str, str]:
+    return {"OSIRIS_HOME": str(home), "PATH": process_environment().get("PATH", "/usr/bin"),
+            "OSIRIS_STORE_OWNER": "off" if mode == "before" else "on",
+            "HOME": str(home.parent)}
+
+
+def _row(measure: str, mode: str, values: list[float], **extra: Any) -> dict[str, Any]:
+    return {"measure": measure, "mode": mode, "n": len(values), "median_s": median(values),
+            "p99_s": percentile(values, 99), "max_s": max(values, default=0.0), **extra}
+
+
+def _ratio_table(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per measure: before and after (p50, p99) and their ratio."""
+    lines = ["| measure | n | before p50 ms | before p99 ms | after p50 ms | after p99 ms "
+             "| before/after |", "|---|---|---|---|---|---|---|"]
+    by = {(r["measure"], r["mode"]): r for r in rows}
+    for measure in dict.fromkeys(r["measure"] for r in rows):
+        old, new = by.get((measure, "before")), by.get((measure, "after"))
+        if old is None or new is None:
+            continue
+        ratio = old["median_s"] / new["median_s"] if new["median_s"] else 0.0
+        lines.append(f"| {measure} | {new['n']} | {ms(old['median_s'])} | "
+                     f"{ms(old['p99_s'])} | {ms(new['median_s'])} | {ms(new['p99_s'])} | "
+                     f"{ratio:.1f}x |")
+    return lines
+
+
+# -- engine operations in process ---------------------------------------------------------
+
+def engine_ops(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
+    """Each engine operation, ``n`` rounds, in the owner's configuration (the database held
+    open) and with a connection per call."""
+    from osiris.engine import Engine
+
+    rows: list[dict[str, Any]] = []
+    head = "You are a coding agent working in a monorepo. Follow the rules.\n" * 40
+    usage = {"input_tokens": 1000, "cache_read_input_tokens": 20_000, "output_tokens": 200}
+    for mode in MODES:
+        engine = Engine(Settings(home=ctx.workdir / f"owner-engine-{mode}"),
+                        exclusive=mode == "after")
+        timings: dict[str, list[float]] = {}
+        held: list[float] = []
+        for i in range(n):
+            start = _time(timings, "plan.start", partial(
+                engine.plan, "start", objective=f"benchmark task {i}",
+                steps=["reproduce", "fix", "test"], active_step=1))
+            tid = start["task_id"]
+            ops: list[tuple[str, Callable[[], Any]]] = [
+                ("plan.update", partial(engine.plan, "update", task_id=tid,
+                                        decisions=[f"d{i}"])),
+                ("plan.status", partial(engine.plan, "status", task_id=tid)),
+                ("observe.head", partial(engine.observe, tid, "head", result=head)),
+                ("observe.seal+usage", partial(engine.observe, tid, "action",
+                                               seal=start["seal"], usage=usage)),
+                ("observe.result 4k", partial(engine.observe, tid, "result", tool="Bash",
+                                              args={"i": i}, result=f"run {i}\n" + head * 4)),
+                ("precheck", partial(engine.precheck, tid, "Bash",
+                                     args={"command": "git commit -m x"})),
+                ("checkpoint.snapshot", partial(engine.checkpoint, tid, "snapshot")),
+            ]
+            for name, op in ops:
+                answer = _time(timings, name, op)
+                if name == "observe.result 4k":
+                    held.append(engine.store.db.last_write_held_s)
+                    ref = answer["ref"]
+            _time(timings, "recall.grep", partial(engine.recall, ref, "grep",
+                                                  pattern="rules", n=5, task_id=tid))
+        engine.close()
+        rows += [_row(name, mode, values) for name, values in timings.items()]
+        rows.append(_row("observe.result 4k: store held", mode, held))
+    return rows
+
+
+def _time(timings: dict[str, list[float]], name: str, fn: Callable[[], Any]) -> Any:
+    started = time.perf_counter()
+    value = fn()
+    timings.setdefault(name, []).append(time.perf_counter() - started)
+    return value
+
+
+def observe_large(ctx: BenchContext, text: str, rounds: int) -> list[dict[str, Any]]:
+    """observe of a large payload, and how long it held the store, both ways."""
+    from osiris.engine import Engine
+
+    rows = []
+    for mode in MODES:
+        engine = Engine(Settings(home=ctx.workdir / f"owner-1mb-{mode}"),
+                        exclusive=mode == "after")
+        tid = engine.plan("start", objective="large payloads")["task_id"]
+        took, held = [], []
+        for i in range(rounds):
+            started = time.perf_counter()
+            engine.observe(tid, "result", tool="cat", args={"i": i},
+                           result=f"round {i}\n{text}")
+            took.append(time.perf_counter() - started)
+            held.append(engine.store.db.last_lock_held_s)
+        engine.close()
+        size = len(text.encode()) / 1e6
+        rows += [_row(f"observe {size:.1f} MB", mode, took),
+                 _row(f"observe {size:.1f} MB: store held", mode, held)]
+    return rows
+
+
+# -- real processes ------------------------------------------------------------------
+
+def stdio_calls(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
+    """Engine operations over a live stdio MCP connection (timed at the client)."""
+    from mcp import Client, StdioServerParameters
+
+    head = "line of tool output from a test run\n" * 110
+    rows: list[dict[str, Any]] = []
+    for mode in MODES:
+        home = ctx.workdir / f"owner-stdio-{mode}"
+
+        async def run(home: Path = home, mode: str = mode) -> dict[str, list[float]]:
+            params = StdioServerParameters(command=sys.executable, args=["-m", "osiris"],
+                                           env=_env(home, mode))
+            timings: dict[str, list[float]] = {}
+            async with Client(params, mode="legacy") as client:
+                started = await client.call_tool("osiris_plan", {
+                    "mode": "start", "objective": "stdio timings", "steps": ["a", "b"]})
+                tid = started.structured_content["task_id"]
+                for i in range(n + 5):
+                    calls = [("observe.result 4k", "osiris_observe", {
+                                 "task_id": tid, "kind": "result", "tool": "Bash",
+                                 "args": {"i": i}, "result": f"run {i}\n{head}"}),
+                             ("precheck", "osiris_precheck", {
+                                 "task_id": tid, "tool": "Bash",
+                                 "args": {"command": f"ls {i}"}}),
+                             ("plan.status", "osiris_plan", {"mode": "status",
+                                                             "task_id": tid})]
+                    for name, tool, arguments in calls:
+                        began = time.perf_counter()
+                        result = await client.call_tool(tool, arguments)
+                        if result.is_error:
+                            raise RuntimeError(f"{tool} failed: {result.content}")
+                        if i >= 5:  # the first calls start the owner and warm caches
+                            timings.setdefault(name, []).append(time.perf_counter() - began)
+            return timings
+
+        timings = asyncio.run(run())
+        rows += [_row(f"stdio {name}", mode, values) for name, values in timings.items()]
+        ask_owner_to_release(home)
+    return rows
+
+
+def cold_starts(ctx: BenchContext, runs: int) -> list[dict[str, Any]]:
+    """Process start to the first tools/list answer: before, after with the owner already
+    running (the usual case: the client's hooks started it), and after from nothing."""
+    from mcp import Client, StdioServerParameters
+
+    rows = []
+    for mode, label in (("before", "before"), ("after", "after"),
+                        ("after", "after, no owner yet")):
+        home = ctx.workdir / f"owner-cold-{label.replace(' ', '-').replace(',', '')}"
+        starts = []
+        for _ in range(runs):
+            if label.endswith("no owner yet"):
+                ask_owner_to_release(home)
+                shutil.rmtree(home, ignore_errors=True)
+
+            async def once(home: Path = home, mode: str = mode) -> float:
+                began = time.perf_counter()
+                params = StdioServerParameters(command=sys.executable,
+                                               args=["-m", "osiris"], env=_env(home, mode))
+                async with Client(params, mode="legacy") as client:
+                    await client.list_tools()
+                    return time.perf_counter() - began
+
+            starts.append(asyncio.run(once()))
+        rows.append(_row("stdio cold start to tools/list", label, starts))
+        ask_owner_to_release(home)
+    return rows
+
+
+def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[str, Any]]],
+                     ) -> list[dict[str, Any]]:
+    """Claude Code command hooks as Claude Code runs them (a process per call), both
+    ways; and the in-server path an ``mcp_tool`` hook takes."""
+    from mcp import Client, StdioServerParameters
+
+    rows: list[dict[str, Any]] = []
+    for mode in MODES:
+        home = ctx.workdir / f"owner-hooks-{mode}"
+        env = _env(home, mode)
+
+        def command(event: str, payload: dict[str, Any], env: dict[str, str] = env) -> float:
+            began = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "osiris", "hook", "claude-code",
+                                   event], input=json.dumps(payload), capture_output=True,
+                                  text=True, env=env, timeout=120, check=False)
+            took = time.perf_counter() - began
+            if done.returncode != 0 or "skipped" in done.stdout:
+                raise RuntimeError(f"hook {event} failed: {done.stdout} {done.stderr[-400:]}")
+            return took
+
+        command("pre-tool-use", calls[0][0])  # starts the owner (after): not timed
+        pre = [command("pre-tool-use", p) for p, _ in calls]
+        post = [command("post-tool-use", p) for _, p in calls]
+
+        async def in_server(env: dict[str, str] = env) -> list[float]:
+            params = StdioServerParameters(command=sys.executable, args=["-m", "osiris"],
+                                           env=env)
+            times = []
+            async with Client(params, mode="legacy") as client:
+                for i, (p, _) in enumerate([calls[0], *calls]):
+                    began = time.perf_counter()
+                    result = await client.call_tool("osiris_precheck", {
+                        "task_id": f"session:{p['session_id']}-mcp", "tool": p["tool_name"],
+                        "args": json.dumps(p["tool_input"]), "format": "claude-code"})
+                    if i:
+                        times.append(time.perf_counter() - began)
+                    if result.is_error:
+                        raise RuntimeError(f"in-server precheck failed: {result.content}")
+            return times
+
+        server = asyncio.run(in_server())
+        rows += [_row("command hook PreToolUse", mode, pre),
+                 _row("command hook PostToolUse", mode, post),
+                 _row("in-server precheck (mcp_tool hook path)", mode, server)]
+        ask_owner_to_release(home)
+    return rows
+
+
+def run_true(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
+    """``osiris run -- true`` against ``true`` itself (alternating, same environment)."""
+    home = ctx.workdir / "owner-run"
+    env = _env(home, "after")
+    true = shutil.which("true") or "/bin/true"
+    wrapped: list[float] = []
+    bare: list[float] = []
+    for _ in range(n):
+        for argv, into in (([sys.executable, "-m", "osiris", "run", "--", "true"], wrapped),
+                           ([true], bare)):
+            began = time.perf_counter()
+            subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+            into.append(time.perf_counter() - began)
+    added = [w - b for w, b in zip(wrapped, bare, strict=True)]
+    return [_row("true", "bare", bare), _row("osiris run -- true", "after", wrapped),
+            _row("osiris run -- true, added", "after", added)]
+
+
+def throughput(ctx: BenchContext, per_writer: dict[str, int]) -> list[dict[str, Any]]:
+    """observe calls per second from 3 processes on one home, nothing lost."""
+    rows = []
+    for mode in MODES:
+        home = ctx.workdir / f"owner-load-{mode}"
+        env = {**process_environment(), **_env(home, mode)}
+        count = per_writer[mode]
+        # Warm: the task rows exist, the owner runs (after); not timed.
+        warm = spawn_observer(home, "warm", 1, 200, env=env)
+        warm.communicate(timeout=120)
+        began = time.perf_counter()
+        procs = [spawn_observer(home, f"w{n}", count, 2000, env=env) for n in range(3)]
+        outs = [p.communicate(timeout=900) for p in procs]
+        wall = time.perf_counter() - began
+        lines = [json.loads(line) for out, _ in outs for line in out.splitlines() if line]
+        acked = [line for line in lines if "ack" in line]
+        latencies = [float(a["latency_s"]) for a in acked]
+        ask_owner_to_release(home)
+        missing = verify(home, acked).missing
+        rows.append(_row("3 processes: observe 2 KB", mode, latencies,
+                         per_s=len(acked) / wall, acknowledged=len(acked),
+                         lost=3 * count - len(acked), missing=missing, wall_s=wall))
+    return rows
+
+
+def kills(ctx: BenchContext, count: int) -> dict[str, Any]:
+    """SIGKILL the owner ``count`` times under 3 writers; what was acknowledged survives."""
+    home = ctx.workdir / "owner-kills"
+    run = kill_owners(home, kills=count, writers=3, size=2000, timeout_s=900)
+    verdict = verify(home, run.acknowledged)
+    return {"kills": run.kills, "acknowledged": len(run.acknowledged), "lost": run.lost,
+            "missing": verdict.missing, "chain_ok": verdict.chain_ok,
+            "audit_lossless": verdict.audit_lossless,
+            "recovery_median_s": median(run.recoveries_s),
+            "recovery_p99_s": percentile(run.recoveries_s, 99),
+            "recovery_max_s": max(run.recoveries_s, default=0.0),
+            "recovered": len(run.recoveries_s), "stderr": len(run.errors)}
+
+
+# -- the stage -----------------------------------------------------------------------
+
+def stage_owner(ctx: BenchContext) -> None:
+    """Before and after the store owner, every goal of the milliseconds issue."""
+    from osiris.harness.perf import _hook_payloads, real_text
+
+    n = 20 if ctx.quick else 100
+    ctx.say(f"owner: engine operations in process, {n} rounds each way")
+    engine_rows = engine_ops(ctx, n)
+    ctx.say("owner: observe of 1 MB each way")
+    large = observe_large(ctx, real_text(ctx.repo / "datasets" / "traces", 1 << 20),
+                          5 if ctx.quick else 20)
+    ctx.say(f"owner: {n} stdio calls each way, cold starts")
+    stdio = stdio_calls(ctx, n)
+    starts = cold_starts(ctx, 3 if ctx.quick else 10)
+    ctx.say(f"owner: {n} hook round trips each way")
+    hooks = hook_round_trips(ctx, _hook_payloads(ctx.repo)[:n])
+    ctx.say(f"owner: osiris run -- true, {n} times")
+    runs = run_true(ctx, n)
+    ctx.say("owner: 3 writer processes each way")
+    load = throughput(ctx, {"before": 20 if ctx.quick else 60,
+                            "after": 60 if ctx.quick else 300})
+    count = 10 if ctx.quick else 100
+    ctx.say(f"owner: {count} SIGKILLs under 3 writers")
+    killed = kills(ctx, count)
+    rows = engine_rows + large + stdio + starts + hooks + runs + load
+    ctx.add_rows("owner_perf", [dict(r) for r in rows])
+    ctx.add_rows("owner_kills", [killed])
+    ctx.perf_sections.append(render(rows, killed, n))
+
+
+def _get(rows: list[dict[str, Any]], measure: str, mode: str) -> dict[str, Any]:
+    for row in rows:
+        if row["measure"] == measure and row["mode"] == mode:
+            return row
+    return {"median_s": 0.0, "p99_s": 0.0, "n": 0}
+
+
+def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
+    """The PERF.md section: before and after, and the fault run."""
+    engine = [r for r in rows if not r["measure"].startswith(("stdio", "command", "in-server",
+                                                              "observe 1", "3 processes",
+                                                              "true", "osiris run"))]
+    stdio = [r for r in rows if r["measure"].startswith("stdio ") and "cold" not in
+             r["measure"]]
+    hooks = [r for r in rows if r["measure"].startswith(("command", "in-server"))]
+    large = [r for r in rows if r["measure"].startswith("observe 1")]
+    load = {r["mode"]: r for r in rows if r["measure"].startswith("3 processes")}
+    cold = {r["mode"]: r for r in rows if r["measure"].startswith("stdio cold")}
+    added = _get(rows, "osiris run -- true, added", "after")
+    true = _get(rows, "true", "bare")
+    lines = [
+        "## The store owner: before and after, in this run",
+        "",
+        "Before: `OSIRIS_STORE_OWNER=off`, every call opens the database, locks the home, "
+        "commits and closes (what OSIRIS did until now). After: the home's store owner "
+        "(`osiris/owner.py`) holds the database open and serves every process of the home "
+        "over its socket. Both measured here, one after the other.",
+        "",
+        f"### Engine operations, in process ({n} rounds)",
+        "",
+        "After = the owner's own configuration (one connection held open); the store-held "
+        "row is how long the write held the store (its transaction and journal witness).",
+        "",
+        *_ratio_table(engine),
+        "",
+        "### Over a live stdio MCP connection (timed at the client)",
+        "",
+        *_ratio_table(stdio),
+        "",
+        "### Large payloads",
+        "",
+        "Scrubbing, hashing, the blob write, counting and the preview now run before the "
+        "transaction; store held = from taking the lock (or the owner's turn) to letting go.",
+        "",
+        *_ratio_table(large),
+        "",
+        "### Client hooks (first calls of the bundled Claude Code traces)",
+        "",
+        "A command hook is a new process per call (`python -m osiris hook claude-code …`); "
+        "after, it imports no DuckDB, no tokenizer and no MCP SDK and hands the call to "
+        "the owner. The in-server row is the path of an `mcp_tool` hook: a call to the "
+        "running stdio server.",
+        "",
+        *_ratio_table(hooks),
+        "",
+        f"`osiris run -- true` adds a median {ms(added['median_s'])} ms (p99 "
+        f"{ms(added['p99_s'])} ms) to `true` itself ({ms(true['median_s'])} ms), over "
+        f"{added['n']} alternating runs: a small output never reaches the store.",
+        "",
+        "### Many processes, one home",
+        "",
+        "| mode | writers | acknowledged | lost | missing after | observes per s | p50 ms | "
+        "p99 ms |",
+        "|---|---|---|---|---|---|---|---|",
+        *[f"| {MODE_LABEL[m]} | 3 | {r['acknowledged']} | {r['lost']} | {r['missing']} | "
+          f"{r['per_s']:.1f} | {ms(r['median_s'])} | {ms(r['p99_s'])} |"
+          for m, r in load.items()],
+        "",
+        f"SIGKILL of the owner at random moments, {killed['kills']} times, under 3 writing "
+        f"processes: {killed['acknowledged']} calls acknowledged, every one of them in the "
+        f"database afterwards ({killed['missing']} missing), journal chain verified: "
+        f"{killed['chain_ok']}, `osiris audit` lossless for every task: "
+        f"{killed['audit_lossless']}; {killed['lost']} calls in flight got an error (never "
+        f"a false success). Writers went on without any step of theirs after "
+        f"{killed['recovered']} of the kills: from the kill to the next acknowledged call, "
+        f"median {ms(killed['recovery_median_s'])} ms, p99 {ms(killed['recovery_p99_s'])} "
+        f"ms, max {ms(killed['recovery_max_s'])} ms (a new owner's start).",
+        "",
+        "### Cold start",
+        "",
+        "| stdio server, to the first tools/list answer | n | p50 ms | p99 ms |",
+        "|---|---|---|---|",
+        *[f"| {mode} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} |"
+          for mode, r in cold.items()],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+__all__ = ["stage_owner"]

@@ -1,0 +1,383 @@
+"""The store owner: one long-lived process per home that keeps the database open and
+serves every other OSIRIS process of that home over a local socket.
+
+Why
+---
+DuckDB lets one process open a file read-write, and opening it costs 15-25 ms; every
+hook, ``osiris run`` and stdio server used to open, lock, commit and close it for each
+call, and a hook also paid for importing DuckDB and the tokenizer (about 0.8 s added to
+every tool call of a Claude Code session). The owner pays those once: it holds the
+database (``Store(exclusive=True)``: one connection and the exclusive ``flock`` on
+``osiris.duckdb.lock`` for its whole life), the tokenizer and the rule files, and runs
+each engine call on that connection. Clients (:mod:`osiris.store.owner_client`) import
+only the standard library.
+
+How
+---
+* **Start on first use.** A client that finds no owner starts ``python -m osiris owner
+  --home H`` detached and connects as soon as it listens. ``owner.lock`` in the home,
+  held with ``flock`` for the owner's life, makes sure two owners never serve one home:
+  a second one exits at once, and its starter connects to the first.
+* **Stale state recovers itself.** The kernel drops a dead owner's locks; the next owner
+  takes ``owner.lock``, removes the socket left behind and binds a new one. A client that
+  connects to a dead socket gets ``ECONNREFUSED`` and starts an owner.
+* **Idle exit.** With no request for ``OSIRIS_OWNER_IDLE_S`` (120 s) the owner closes the
+  database and exits, so a notebook can open the file; a process that opens the file
+  directly while an owner runs asks it to step aside (``release``) and the next client
+  starts a new one.
+* **Only this user.** The socket is created mode 0600 (in the home, or in a 0700
+  directory of this user when the home's path is too long for a socket address) and
+  every connection's peer uid (``SO_PEERCRED``) must be the owner's; anyone else is cut
+  off without a reply.
+* **Durable before acknowledged.** A reply is sent after the call's transaction has
+  committed (DuckDB syncs its WAL on COMMIT) and the journal witness is written: a call
+  whose answer arrived survives a SIGKILL of the owner. A call in flight when the owner
+  dies gets :class:`~osiris.store.owner_client.OwnerLost` ("may or may not have taken
+  effect"), never a false success.
+* **CPU work outside the lock.** Calls run on one thread per connection; only the
+  transaction itself is serialised (the store's mutex). ``observe`` of a large payload
+  is scrubbed, hashed, written to the ref store, counted and previewed before its
+  transaction starts (:func:`osiris.engine.payloads.prepare_payload`).
+* **Bad input harms nobody.** A frame that is not JSON, too large, cut off, or an
+  unknown operation gets an error reply (or a closed connection) for that client only.
+* **Readers.** ``query`` runs one read-only SQL statement (``SELECT``, ``WITH``,
+  ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``, ``EXPLAIN``) on the owner's connection and
+  answers with an Arrow IPC stream: notebooks and the dashboard read a live home through
+  the owner (:func:`osiris.store.remote.query`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import io
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from osiris.config import Settings, settings_from_wire
+from osiris.errors import InvalidInputError, OsirisError, StoreError
+from osiris.store import owner_client as wire
+
+log = logging.getLogger("osiris.owner")
+
+ENGINE_METHODS = frozenset({
+    "plan", "precheck", "observe", "recall", "checkpoint", "handoff", "operating_context",
+    "manifest_view", "status_view", "resume_view", "ref_bytes", "compacted",
+    "route_output", "instructions"})
+READ_STATEMENTS = ("SELECT", "EXPLAIN")
+
+
+class Owner:
+    """The owner of one home (see the module docstring)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.home = settings.home
+        self.started = time.monotonic()
+        self.last_request = time.monotonic()
+        self.requests = 0
+        #: Requests other than pings answered (the fault test waits for real work).
+        self.served = 0
+        self.in_flight = 0
+        self._count = threading.Lock()
+        self._stop = threading.Event()
+        self._engines: dict[str, Any] = {}
+        self._engines_lock = threading.Lock()
+        self._lock_fd: int | None = None
+        self.store: Any = None
+
+    # -- life ----------------------------------------------------------------------
+
+    def claim(self, timeout_s: float = 10.0) -> bool:
+        """Take ``owner.lock``; False when another owner holds it and serves. An owner
+        that holds it without serving is shutting down: wait for it to let go."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.home / wire.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                serving = wire.try_connect(wire.socket_path(self.home))
+                if serving is not None or time.monotonic() > deadline:
+                    if serving is not None:
+                        serving.close()
+                    os.close(fd)
+                    return False
+                time.sleep(0.01)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+        return True
+
+    def open_store(self) -> None:
+        """Open the database for the owner's life (waits its turn behind a process that
+        has it open directly, up to the lock timeout)."""
+        from osiris.store.state import Store
+
+        self.store = Store(self.settings, exclusive=True)
+        self.store.db.migrate()
+        # Load the tokenizer, the rules and the engine now, not in the first call.
+        self.engine_for({}).ctx.counter.count("warm")
+
+    def serve(self) -> None:
+        """Listen until idle, released or terminated."""
+        path = wire.socket_path(self.home)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # left by a dead owner: we hold owner.lock
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            server.bind(os.fsencode(str(path)))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        inode = os.stat(path).st_ino
+        server.listen(128)
+        server.settimeout(0.25)
+        log.info("owner %d serving %s at %s", os.getpid(), self.home, path)
+        try:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    if not _same_socket(path, inode):
+                        log.info("owner %d: its socket or home is gone: exiting", os.getpid())
+                        break
+                    if self._idle():
+                        log.info("owner %d idle for %gs: exiting", os.getpid(),
+                                 self.settings.owner_idle_s)
+                        break
+                    continue
+                threading.Thread(target=self._serve_connection, args=(conn,), daemon=True,
+                                 name="osiris-owner-conn").start()
+        finally:
+            server.close()
+            with contextlib.suppress(FileNotFoundError):
+                if _same_socket(path, inode):
+                    path.unlink()
+            self._wait_for_calls(5.0)
+            self.close()
+
+    def stop(self) -> None:
+        """Stop accepting; the serve loop closes the store once calls in flight end."""
+        self._stop.set()
+
+    def close(self) -> None:
+        """Close the database and release ``owner.lock``."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _idle(self) -> bool:
+        with self._count:
+            return self.in_flight == 0 and \
+                time.monotonic() - self.last_request > self.settings.owner_idle_s
+
+    def _wait_for_calls(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._count:
+                if self.in_flight == 0:
+                    return
+            time.sleep(0.01)
+
+    # -- connections ---------------------------------------------------------------
+
+    def _serve_connection(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                if wire.peer_uid(conn) != os.getuid():
+                    log.warning("refused a connection from uid %d", wire.peer_uid(conn))
+                    return
+            except OSError:
+                return
+            while not self._stop.is_set():
+                try:
+                    doc, _ = wire.recv_frame(conn, wire.MAX_REQUEST_BYTES)
+                except EOFError:
+                    return
+                except ValueError as exc:  # garbage: answer once, then hang up
+                    with contextlib.suppress(OSError):
+                        wire.send_frame(conn, _error(InvalidInputError(
+                            f"the store owner cannot read this request: {exc}")))
+                    return
+                except OSError:
+                    return
+                with self._count:
+                    self.in_flight += 1
+                    self.requests += 1
+                    self.last_request = time.monotonic()
+                try:
+                    reply, binary = self.handle(doc)
+                finally:
+                    with self._count:
+                        self.in_flight -= 1
+                        self.last_request = time.monotonic()
+                        if doc.get("op") != "ping":
+                            self.served += 1
+                try:
+                    wire.send_frame(conn, reply, binary)
+                except OSError:
+                    return
+
+    def handle(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """One request's reply (never raises)."""
+        try:
+            op = doc.get("op")
+            handler = {"ping": self._ping, "release": self._release, "call": self._call,
+                       "hook": self._hook, "query": self._query}.get(str(op))
+            if handler is None:
+                raise InvalidInputError(f"unknown store owner operation {op!r}: use ping, "
+                                        "call, hook, query or release")
+            return handler(doc)
+        except OsirisError as exc:
+            return _error(exc), b""
+        except Exception as exc:  # a bug must cost one call, not the owner
+            log.error("owner call failed: %s", "".join(traceback.format_exception(exc)))
+            return _error(StoreError(f"internal error in the store owner: "
+                                     f"{type(exc).__name__}: {exc}")), b""
+
+    def _ping(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        return {"ok": True, "result": self.stats()}, b""
+
+    def _release(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        self.stop()
+        return {"ok": True, "result": {"released": True}}, b""
+
+    def stats(self) -> dict[str, Any]:
+        """Who serves this home and how busy it has been."""
+        return {"pid": os.getpid(), "home": str(self.home), "requests": self.requests,
+                "served": self.served, "in_flight": self.in_flight,
+                "uptime_s": round(time.monotonic() - self.started, 3)}
+
+    # -- operations ----------------------------------------------------------------
+
+    def engine_for(self, doc: dict[str, Any]) -> Any:
+        """The engine for the caller's settings (one per distinct settings, all on the
+        owner's store)."""
+        from osiris.config import settings_to_wire
+        from osiris.engine import Engine
+
+        raw = doc.get("settings")
+        settings = self.settings if raw is None else settings_from_wire(raw)
+        if settings.home.absolute() != self.home.absolute():
+            raise InvalidInputError(f"this owner serves {self.home}, not {settings.home}")
+        key = repr(sorted(settings_to_wire(settings).items()))
+        with self._engines_lock:
+            engine = self._engines.get(key)
+            if engine is None:
+                engine = Engine(settings, store=self.store)
+                self._engines[key] = engine
+        return engine
+
+    def _call(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        method = doc.get("method")
+        args, kwargs = doc.get("args") or [], doc.get("kwargs") or {}
+        if method not in ENGINE_METHODS:
+            raise InvalidInputError(f"the store owner does not run {method!r}")
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise InvalidInputError("args must be a list and kwargs an object")
+        engine = self.engine_for(doc)
+        if method == "ref_bytes":
+            data, media_type = engine.ref_bytes(*args, **kwargs)
+            return {"ok": True, "result": {"media_type": media_type}}, data
+        try:
+            result = getattr(engine, method)(*args, **kwargs)
+        except TypeError as exc:
+            raise InvalidInputError(f"bad arguments for {method}: {exc}") from exc
+        return {"ok": True, "result": result}, b""
+
+    def _hook(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        from osiris.clients.hooks import run_hook
+
+        engine = self.engine_for(doc)
+        raw = doc.get("raw")
+        if not isinstance(raw, str):
+            raise InvalidInputError("a hook request needs raw: the client's hook input")
+        outcome = run_hook(engine.settings, str(doc.get("event")), raw.encode("utf-8"),
+                           str(doc.get("client")), engine=engine)
+        return {"ok": True, "result": {"stdout": outcome.stdout, "exit_code": outcome.exit_code,
+                                       "problem": outcome.problem,
+                                       "stderr": outcome.stderr}}, b""
+
+    def _query(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        import duckdb
+        import pyarrow as pa
+
+        sql, params = doc.get("sql"), doc.get("params")
+        if not isinstance(sql, str) or not sql.strip():
+            raise InvalidInputError("a query needs sql: one read-only SQL statement")
+        if params is not None and not isinstance(params, list | dict):
+            raise InvalidInputError("params must be a list or an object")
+        try:
+            statements = duckdb.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise InvalidInputError(f"the query does not parse: {exc}") from exc
+        if len(statements) != 1 or statements[0].type.name not in READ_STATEMENTS:
+            raise InvalidInputError("the owner runs one read-only statement per query "
+                                    "(SELECT, WITH … SELECT, DESCRIBE, SHOW, EXPLAIN); export "
+                                    "or copy the data from its answer")
+        with self.store.read() as con:
+            try:
+                table = con.execute(sql, params or []).to_arrow_table()
+            except duckdb.Error as exc:
+                raise InvalidInputError(f"the query failed: {exc}") from exc
+        sink = io.BytesIO()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return {"ok": True, "result": {"format": "arrow-ipc", "rows": table.num_rows}}, \
+            sink.getvalue()
+
+
+def _error(exc: OsirisError) -> dict[str, Any]:
+    return {"ok": False, "error": {"type": type(exc).__name__, "code": exc.code,
+                                   "message": str(exc)}}
+
+
+def _same_socket(path: Path, inode: int) -> bool:
+    """Whether ``path`` is still the socket we bound (not gone with its home, not replaced
+    by a successor's)."""
+    try:
+        return os.stat(path).st_ino == inode
+    except OSError:
+        return False
+
+
+def main(argv: list[str]) -> int:
+    """``osiris owner --home DIR``: serve a home until idle (started by clients)."""
+    parser = argparse.ArgumentParser(prog="osiris owner",
+                                     description="serve one OSIRIS home over its socket")
+    parser.add_argument("--home", required=True, help="the OSIRIS home to own")
+    args = parser.parse_args(argv)
+    from dataclasses import replace
+
+    settings = Settings.from_env()
+    settings = replace(settings, home=Path(args.home).absolute())
+    logging.basicConfig(level=settings.log_level, stream=None,
+                        format="%(asctime)s owner[%(process)d] %(levelname)s %(message)s")
+    owner = Owner(settings)
+    if not owner.claim():
+        return 0  # another owner serves this home: the client connects to it
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: owner.stop())
+    try:
+        owner.open_store()
+    except OsirisError as exc:
+        log.error("cannot open the store of %s: %s", settings.home, exc)
+        owner.close()
+        return 1
+    owner.serve()
+    return 0

@@ -1,0 +1,290 @@
+"""Talking to a home's store owner (:mod:`osiris.store.owner`): the socket, the frames,
+starting the owner when none runs.
+
+This module imports only the standard library (and :mod:`osiris.errors`): hooks and
+``osiris run`` use it on every tool call, so it must cost a Python start-up and no more.
+
+Wire format, both ways: a frame is a 4-byte big-endian length and that many bytes of
+UTF-8 JSON (an object). A reply may announce ``"binary": N``; N raw bytes follow it (a
+ref's bytes, an Arrow IPC stream). A request is ``{"op": …, …}``; a reply is
+``{"ok": true, "result": …}`` or ``{"ok": false, "error": {"type", "code", "message"}}``.
+
+Where the socket is: ``$OSIRIS_HOME/owner.sock`` when that path fits an ``AF_UNIX``
+address (108 bytes), else ``/tmp/osiris-<uid>/<hash of the home>.sock`` in a directory
+only this user may enter (checked before use). Either way the socket file is mode 0600
+and the owner checks every peer's uid (``SO_PEERCRED``); this side checks the owner's.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from osiris import errors
+
+HEADER = struct.Struct(">I")
+MAX_REQUEST_BYTES = 96 << 20
+"""Largest frame the owner reads (a payload at OSIRIS_MAX_PAYLOAD_BYTES, JSON-escaped)."""
+MAX_REPLY_BYTES = 1 << 30
+START_TIMEOUT_S = 15.0
+"""Longest wait for a new owner to answer (its start imports DuckDB and migrates)."""
+SOCKET_NAME = "owner.sock"
+LOCK_NAME = "owner.lock"
+_SUN_PATH_MAX = 107
+
+
+class OwnerUnavailable(errors.StoreError):
+    """No owner answers for this home and none could be started."""
+
+    code = "owner_unavailable"
+
+
+class OwnerLost(errors.StoreError):
+    """The owner went away after the request was sent: it may or may not have run."""
+
+    code = "owner_lost"
+
+
+def socket_path(home: Path) -> Path:
+    """Where the owner of ``home`` listens (see the module docstring)."""
+    direct = home / SOCKET_NAME
+    if len(os.fsencode(str(direct))) <= _SUN_PATH_MAX:
+        return direct
+    digest = hashlib.sha256(os.fsencode(str(home))).hexdigest()[:24]
+    return _private_dir() / f"{digest}.sock"
+
+
+def _private_dir() -> Path:
+    """``/tmp/osiris-<uid>``, created 0700; refused when another user owns it or it is
+    open to others (a socket there could be someone else's)."""
+    base = Path(tempfile.gettempdir()) / f"osiris-{os.getuid()}"
+    try:
+        base.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(base)
+    except OSError as exc:
+        raise OwnerUnavailable(f"cannot create the owner socket directory {base}: {exc}") \
+            from exc
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() \
+            or info.st_mode & 0o077:
+        raise OwnerUnavailable(
+            f"{base} is not a directory private to this user (owner uid {info.st_uid}, "
+            f"mode {stat.S_IMODE(info.st_mode):o}): remove it, or use a shorter OSIRIS_HOME "
+            "so that the socket lives in the home itself")
+    return base
+
+
+def send_frame(sock: socket.socket, doc: dict[str, Any], binary: bytes = b"") -> None:
+    """One frame (and its binary tail, announced in the header)."""
+    if binary:
+        doc = {**doc, "binary": len(binary)}
+    data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    sock.sendall(HEADER.pack(len(data)) + data)
+    if binary:
+        sock.sendall(binary)
+
+
+def recv_exact(sock: socket.socket, size: int) -> bytes:
+    """Exactly ``size`` bytes; ConnectionError when the peer closes first."""
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError(f"connection closed with {left} of {size} bytes unread")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_frame(sock: socket.socket, limit: int) -> tuple[dict[str, Any], bytes]:
+    """The next frame: its JSON object and binary tail. ValueError on a malformed frame,
+    ConnectionError when the peer went away."""
+    head = sock.recv(HEADER.size, socket.MSG_WAITALL)
+    if not head:
+        raise EOFError("connection closed")
+    if len(head) < HEADER.size:
+        raise ConnectionError("connection closed inside a frame header")
+    (size,) = HEADER.unpack(head)
+    if size > limit:
+        raise ValueError(f"a frame of {size} bytes is over the limit of {limit}")
+    try:
+        doc = json.loads(recv_exact(sock, size).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"a frame that is not UTF-8 JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ValueError("a frame that is not a JSON object")
+    binary = doc.pop("binary", 0)
+    if not isinstance(binary, int) or binary < 0 or binary > limit:
+        raise ValueError("a frame with a bad binary length")
+    return doc, recv_exact(sock, binary) if binary else b""
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The uid of the process at the other end of a unix socket (Linux SO_PEERCRED)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+def error_of(doc: dict[str, Any]) -> errors.OsirisError:
+    """The OSIRIS exception an error reply stands for (its class by name)."""
+    kind = str(doc.get("type") or "StoreError")
+    message = str(doc.get("message") or "the store owner failed")
+    cls = getattr(errors, kind, None)
+    if kind in ("OwnerUnavailable", "OwnerLost"):
+        cls = OwnerUnavailable if kind == "OwnerUnavailable" else OwnerLost
+    if not (isinstance(cls, type) and issubclass(cls, errors.OsirisError)):
+        cls = errors.StoreError
+    return cls(message)
+
+
+class OwnerClient:
+    """One connection to the owner of a home, opened (and the owner started) on first use.
+
+    ``settings`` is the caller's settings as :func:`osiris.config.settings_to_wire` gives
+    them: the owner runs the engine with them. Not thread-safe: one per thread.
+    """
+
+    def __init__(self, home: Path, settings: dict[str, Any], *, spawn: bool = True,
+                 env: dict[str, str] | None = None,
+                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+        self.home = home
+        self.settings = settings
+        self.spawn = spawn
+        self.env = env
+        self.start_timeout_s = start_timeout_s
+        self._sock: socket.socket | None = None
+        #: Seconds the last request took to connect (start of an owner included).
+        self.connect_s = 0.0
+
+    def close(self) -> None:
+        """Close the connection (the owner stays)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __del__(self) -> None:  # a client dropped without close() (a server's last call)
+        sock, self._sock = getattr(self, "_sock", None), None
+        if sock is not None:
+            sock.close()
+
+    def request(self, doc: dict[str, Any]) -> tuple[Any, bytes]:
+        """Send one request and return its result (and binary tail); raise the OSIRIS
+        error of an error reply. A dead connection is re-opened, once, before the request
+        is sent; a connection lost after sending raises :class:`OwnerLost`."""
+        doc = {**doc, "settings": self.settings}
+        for attempt in (1, 2):
+            sock = self._connected()
+            try:
+                send_frame(sock, doc)
+            except OSError:
+                self.close()
+                if attempt == 2:
+                    raise OwnerUnavailable(f"the store owner of {self.home} closed the "
+                                           "connection before the request was sent") from None
+                continue
+            try:
+                reply, binary = recv_frame(sock, MAX_REPLY_BYTES)
+            except (OSError, EOFError, ValueError) as exc:
+                self.close()
+                raise OwnerLost(
+                    f"the store owner of {self.home} went away during the call ({exc}); it "
+                    "may or may not have taken effect: check before repeating it (the next "
+                    "call starts a new owner)") from exc
+            if reply.get("ok"):
+                return reply.get("result"), binary
+            raise error_of(reply.get("error") or {})
+        raise AssertionError("unreachable")
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """An engine method, run by the owner."""
+        result, _ = self.request({"op": "call", "method": method, "args": list(args),
+                                  "kwargs": kwargs})
+        return result
+
+    # -- connecting ----------------------------------------------------------------
+
+    def _connected(self) -> socket.socket:
+        if self._sock is not None:
+            return self._sock
+        started = time.monotonic()
+        path = socket_path(self.home)
+        sock = try_connect(path)
+        if sock is None:
+            if not self.spawn:
+                raise OwnerUnavailable(f"no store owner runs for {self.home}")
+            sock = self._start_and_connect(path)
+        self.connect_s = time.monotonic() - started
+        self._sock = sock
+        return sock
+
+    def _start_and_connect(self, path: Path) -> socket.socket:
+        start_owner(self.home, self.env)
+        deadline = time.monotonic() + self.start_timeout_s
+        delay = 0.002
+        while time.monotonic() < deadline:
+            sock = try_connect(path)
+            if sock is not None:
+                return sock
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.05)
+        log_tail = _tail(self.home / "owner.log")
+        raise OwnerUnavailable(
+            f"the store owner of {self.home} did not start within {self.start_timeout_s:g}s"
+            + (f"; its log ends: {log_tail}" if log_tail else "")
+            + ". Check that the home is writable, or set OSIRIS_STORE_OWNER=off to open the "
+            "database in each process")
+
+
+def try_connect(path: Path) -> socket.socket | None:
+    """A connection to the owner at ``path``, checked to be this user's; None when no
+    owner listens there (no socket, or a stale one)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.fsencode(str(path)))
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
+            return None
+        if exc.errno == errno.EACCES:
+            raise OwnerUnavailable(f"the store owner socket {path} is not this user's: "
+                                   "remove it, or use a home of your own") from exc
+        raise OwnerUnavailable(f"cannot connect to the store owner at {path}: {exc}") from exc
+    if peer_uid(sock) != os.getuid():
+        sock.close()
+        raise OwnerUnavailable(f"the process listening at {path} is another user's: OSIRIS "
+                               "will not send it anything; remove the socket")
+    return sock
+
+
+def start_owner(home: Path, env: dict[str, str] | None = None) -> None:
+    """Start ``python -m osiris owner`` for ``home``, detached from this process (its own
+    session, no terminal, stderr to ``owner.log``). Two starters race harmlessly: the
+    second owner finds the lock taken and exits."""
+    home.mkdir(parents=True, exist_ok=True)
+    # Through a shell that starts it in the background and exits at once: the owner is
+    # then nobody's child (no zombie when it dies, nothing for this process to reap).
+    with open(home / "owner.log", "ab") as log:
+        subprocess.run(  # our own interpreter and module
+            ["/bin/sh", "-c", '"$@" &', "osiris-owner-start", sys.executable, "-m",
+             "osiris", "owner", "--home", str(home)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+            start_new_session=True, close_fds=True, env=env, cwd="/", check=False)
+
+
+def _tail(path: Path, limit: int = 400) -> str:
+    try:
+        data = path.read_bytes()[-limit:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").strip().replace("\n", " | ")

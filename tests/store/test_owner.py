@@ -1,0 +1,264 @@
+"""The store owner (osiris.owner) as clients meet it: real processes, a real socket,
+a real DuckDB file. Start on first use, one owner per home, stale state, security, bad
+input, SIGKILL under writers, idle exit, stepping aside, and reads of a live home."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from osiris.config import Settings, settings_to_wire
+from osiris.harness.owner_load import kill_owners, owner_pid, spawn_observer, verify
+from osiris.store import owner_client
+from osiris.store.db import ask_owner_to_release
+from osiris.store.owner_client import OwnerClient, socket_path
+from osiris.store.remote import RemoteEngine, query
+from osiris.store.state import Store
+from tests.conftest import run_cli
+
+PRE = {"session_id": "s-owner", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+       "tool_input": {"command": "ls"}, "cwd": "/tmp"}
+
+
+def _hook(event: str = "pre-tool-use", doc: dict[str, object] = PRE,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run_cli("hook", "claude-code", event, stdin=json.dumps(doc), env=env)
+
+
+def _wait_for(predicate, timeout_s: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_first_hook_starts_an_owner_that_the_next_calls_reuse(osiris_home: Path) -> None:
+    first = _hook()
+    assert first.returncode == 0, first.stderr
+    assert "updatedInput" in first.stdout  # the real answer, not a fail-open skip
+    pid = owner_pid(osiris_home)
+    assert pid is not None
+    path = socket_path(osiris_home)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    for _ in range(3):
+        assert _hook().returncode == 0
+    assert owner_pid(osiris_home) == pid  # the same owner served them all
+    engine = RemoteEngine(Settings(home=osiris_home))
+    task = engine.plan("start", objective="through the owner")["task_id"]
+    answer = engine.observe(task, "result", tool="Bash", args={"command": "seq 5000"},
+                            result="\n".join(str(i) for i in range(5000)))
+    assert answer["ref"].startswith("mem://sha256:")
+    engine.close()
+
+
+def test_two_owners_never_serve_one_home(osiris_home: Path) -> None:
+    starts = [subprocess.Popen([sys.executable, "-m", "osiris", "owner", "--home",
+                                str(osiris_home)], stderr=subprocess.DEVNULL)
+              for _ in range(3)]
+    assert _wait_for(lambda: owner_pid(osiris_home) is not None)
+    # Two of the three found the home claimed and left at once, without an error.
+    exited = []
+    assert _wait_for(lambda: sum(p.poll() is not None for p in starts) >= 2)
+    for proc in starts:
+        if proc.poll() is not None:
+            exited.append(proc.returncode)
+    assert exited == [0, 0]
+    serving = [p for p in starts if p.poll() is None]
+    assert [p.pid for p in serving] == [owner_pid(osiris_home)]
+    serving[0].terminate()
+    serving[0].wait(timeout=20)
+    assert not socket_path(osiris_home).exists()  # a clean exit removes its socket
+
+
+def test_a_stale_socket_and_lock_of_a_dead_owner_are_recovered(osiris_home: Path) -> None:
+    osiris_home.mkdir(parents=True)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(socket_path(osiris_home)))
+    stale.close()  # the file stays: nobody listens behind it (ECONNREFUSED)
+    (osiris_home / "owner.lock").write_text("999999\n")
+    result = _hook()
+    assert result.returncode == 0 and "updatedInput" in result.stdout, result.stderr
+    assert owner_pid(osiris_home) is not None
+
+
+def test_another_user_cannot_use_the_owner() -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to act as another user")
+    # A home another user could reach (pytest's own directories are closed to them).
+    base = Path(tempfile.mkdtemp(prefix="osiris-peer-", dir="/tmp"))
+    base.chmod(0o711)
+    osiris_home = base / "home"
+    env = {"OSIRIS_HOME": str(osiris_home)}
+    try:
+        _another_user_probe(osiris_home, env)
+    finally:
+        ask_owner_to_release(osiris_home)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _another_user_probe(osiris_home: Path, env: dict[str, str]) -> None:
+    assert _hook(env=env).returncode == 0
+    path = socket_path(osiris_home)
+    probe = (
+        "import os, socket, sys\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused')\n"
+        "    sys.exit(0)\n"
+        "s.sendall(b'\\x00\\x00\\x00\\x0f{\"op\": \"ping\"}')\n"
+        "try:\n    data = s.recv(100)\nexcept ConnectionResetError:\n    data = b''\n"
+        "print('answered' if data else 'cut off')\n")
+    # The socket file is mode 0600: another user cannot even connect.
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                         text=True, timeout=30, check=False)
+    assert out.stdout.strip() == "refused", out.stderr
+    # Opened up by mistake, the peer-credential check still cuts them off unanswered.
+    os.chmod(path, 0o666)
+    osiris_home.chmod(0o755)
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
+                         text=True, timeout=30, check=False)
+    assert out.stdout.strip() == "cut off", out.stderr
+    assert owner_pid(osiris_home) is not None  # and the owner still serves its user
+
+
+def _raw(home: Path, data: bytes, *, read: bool = True) -> bytes:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(socket_path(home)))
+    sock.sendall(data)
+    try:
+        return sock.recv(1 << 16) if read else b""
+    finally:
+        sock.close()
+
+
+def test_garbage_and_broken_clients_do_not_harm_the_owner(osiris_home: Path) -> None:
+    assert _hook().returncode == 0
+    pid = owner_pid(osiris_home)
+    not_json = b"this is not json"
+    reply = _raw(osiris_home, struct.pack(">I", len(not_json)) + not_json)
+    doc = json.loads(reply[4:])
+    assert doc["ok"] is False and "not UTF-8 JSON" in doc["error"]["message"]
+    huge = _raw(osiris_home, struct.pack(">I", 0xFFFFFFF0))
+    assert b"over the limit" in huge
+    _raw(osiris_home, struct.pack(">I", 1000) + b'{"op": "pi', read=False)  # cut off
+    _raw(osiris_home, b"\x00\x00", read=False)  # inside the header
+    unknown = json.dumps({"op": "format-disk"}).encode()
+    doc = json.loads(_raw(osiris_home, struct.pack(">I", len(unknown)) + unknown)[4:])
+    assert "unknown store owner operation" in doc["error"]["message"]
+    client = OwnerClient(osiris_home, settings_to_wire(Settings(home=osiris_home)))
+    with pytest.raises(Exception, match="does not run"):
+        client.call("close")
+    with pytest.raises(Exception, match="bad arguments"):
+        client.call("plan", "start", no_such_argument=1)
+    client.close()
+    assert owner_pid(osiris_home) == pid  # the same owner, still serving
+    assert _hook().returncode == 0
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_owner_under_three_writers_loses_no_acknowledged_call(
+        osiris_home: Path) -> None:
+    run = kill_owners(osiris_home, kills=100, writers=3, size=2000, timeout_s=400)
+    assert run.kills == 100
+    assert not run.errors, run.errors[:2]
+    assert len(run.acknowledged) > 100
+    assert len(run.recoveries_s) >= 99  # writers went on after (nearly) every kill
+    verdict = verify(osiris_home, run.acknowledged)
+    assert verdict.missing == 0
+    assert verdict.chain_ok
+    assert verdict.audit_lossless
+
+
+def test_an_idle_owner_exits_and_closes_the_database(osiris_home: Path) -> None:
+    result = _hook(env={"OSIRIS_OWNER_IDLE_S": "0.5"})
+    assert result.returncode == 0
+    # (watched from outside: a ping would be a request, and keep it busy)
+    assert _wait_for(lambda: not socket_path(osiris_home).exists(), 20)
+    pid = int((osiris_home / "owner.lock").read_text())
+    assert _wait_for(lambda: not Path(f"/proc/{pid}").exists(), 20)
+    import duckdb  # nobody holds the file now: a plain duckdb.connect opens it
+
+    con = duckdb.connect(str(osiris_home / "osiris.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM events").fetchone()[0] > 0
+    con.close()
+
+
+def test_a_direct_open_makes_the_owner_step_aside(osiris_home: Path) -> None:
+    assert _hook().returncode == 0
+    first = owner_pid(osiris_home)
+    store = Store(Settings(home=osiris_home, lock_timeout_s=10))
+    with store.read() as con:  # the owner released the file when asked
+        assert con.execute("SELECT count(*) FROM tasks").fetchone()[0] == 1
+    store.close()
+    assert _hook().returncode == 0  # and the next client started a new owner
+    assert owner_pid(osiris_home) not in (None, first)
+
+
+def test_a_notebook_reads_a_live_home_through_the_owner(osiris_home: Path) -> None:
+    writer = spawn_observer(osiris_home, "live", 20, 500)
+    _, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err
+    table = query(osiris_home, "SELECT kind, count(*) AS n FROM events GROUP BY kind "
+                  "ORDER BY kind")
+    kinds = dict(zip(table.column("kind").to_pylist(), table.column("n").to_pylist(),
+                     strict=True))
+    assert kinds == {"observe.result": 20, "task.start": 1}
+    assert owner_pid(osiris_home) is not None  # read without stopping the writer's owner
+    with pytest.raises(Exception, match="read-only"):
+        query(osiris_home, "DELETE FROM events")
+    with pytest.raises(Exception, match="read-only"):
+        query(osiris_home, "SELECT 1; DROP TABLE events")
+    with pytest.raises(Exception, match="does not parse"):
+        query(osiris_home, "SELEKT nothing")
+
+
+def test_an_unwritable_home_is_reported_and_the_tool_call_goes_ahead(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    env = {"OSIRIS_HOME": str(blocker / "home")}
+    result = _hook(env=env)
+    assert result.returncode == 0
+    doc = json.loads(result.stdout)
+    assert set(doc) == {"systemMessage"}
+    assert f"cannot create the OSIRIS home {blocker / 'home'}: Not a directory" \
+        in doc["systemMessage"]
+    assert "hook pre-tool-use skipped" in result.stderr
+
+
+def test_the_owner_socket_lives_outside_a_home_too_long_for_an_address(tmp_path: Path,
+                                                                       ) -> None:
+    home = tmp_path / ("h" * 60) / ("o" * 60)
+    path = socket_path(home)
+    assert path.parent.name == f"osiris-{os.getuid()}"
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    result = _hook(env={"OSIRIS_HOME": str(home)})
+    assert result.returncode == 0 and "updatedInput" in result.stdout, result.stderr
+    assert owner_pid(home) is not None
+    owner_client_release(home)
+
+
+def owner_client_release(home: Path) -> None:
+    assert ask_owner_to_release(home)
+    assert _wait_for(lambda: owner_pid(home) is None)
+
+
+def test_off_switch_opens_the_database_in_each_process(osiris_home: Path) -> None:
+    result = _hook(env={"OSIRIS_STORE_OWNER": "off"})
+    assert result.returncode == 0 and "updatedInput" in result.stdout
+    assert owner_pid(osiris_home) is None
+    assert not socket_path(osiris_home).exists()
+    assert owner_client.try_connect(socket_path(osiris_home)) is None
