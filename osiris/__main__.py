@@ -2,7 +2,7 @@
 
 ``osiris run`` and ``osiris hook`` are dispatched before the CLI is imported: they
 run on every tool call of an agent and must not load the engine
-(:mod:`osiris.clients.runner`, :mod:`osiris.clients.hooks`); ``osiris owner`` is the
+(:mod:`osiris.clients.runner`, :mod:`osiris.clients.hook_entry`); ``osiris owner`` is the
 store owner a client starts (:mod:`osiris.owner`).
 """
 
@@ -14,7 +14,7 @@ if __name__ == "__main__":
 
         sys.exit(run_main(sys.argv[2:]))
     if sys.argv[1:2] == ["hook"]:
-        from osiris.clients.hooks import main as hook_main
+        from osiris.clients.hook_entry import main as hook_main
 
         sys.exit(hook_main(sys.argv[2:]))
     if sys.argv[1:2] == ["owner"]:

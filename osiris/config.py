@@ -175,7 +175,7 @@ class Settings:
             max_payload_bytes=_get(env, "OSIRIS_MAX_PAYLOAD_BYTES", defaults.max_payload_bytes,
                                    _positive_int, "a positive whole number of bytes"),
             cost_model=_get(env, "OSIRIS_COST_MODEL", defaults.cost_model, _cost_model,
-                            "one of " + ", ".join(_cost_model_names())),
+                            lambda: "one of " + ", ".join(_cost_model_names())),
             context_window_tokens=_get(env, "OSIRIS_CONTEXT_WINDOW_TOKENS",
                                        defaults.context_window_tokens, _positive_int,
                                        "a positive whole number of tokens, e.g. 200000"),
@@ -231,7 +231,9 @@ class Settings:
 
 
 def _get(env: Mapping[str, str], name: str, default: T, parse: Callable[[str], T],
-         accepts: str, *, secret: bool = False) -> T:
+         accepts: str | Callable[[], str], *, secret: bool = False) -> T:
+    """The variable parsed, or its default when unset; ConfigError naming what it
+    ``accepts`` (a text, or a function giving it: only a bad value pays for it)."""
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -239,7 +241,8 @@ def _get(env: Mapping[str, str], name: str, default: T, parse: Callable[[str], T
         return parse(raw.strip())
     except ValueError:
         shown = "(value hidden)" if secret else repr(raw)
-        raise ConfigError(f"{name}={shown} is invalid: expected {accepts}") from None
+        expected = accepts if isinstance(accepts, str) else accepts()
+        raise ConfigError(f"{name}={shown} is invalid: expected {expected}") from None
 
 
 def _positive_int(raw: str) -> int:

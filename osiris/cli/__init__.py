@@ -142,20 +142,11 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_hook(settings: Settings, args: argparse.Namespace) -> int:
-    """A client hook: the client's JSON on stdin, its decision JSON on stdout."""
-    from osiris.clients.hooks import CLIENTS, run_hook, run_hook_via_owner, skipped
+    """A client hook: the client's JSON on stdin, its decision JSON on stdout (``python -m
+    osiris hook`` takes the lighter path of :mod:`osiris.clients.hook_entry` directly)."""
+    from osiris.clients.hook_entry import main as hook_main
 
-    raw = sys.stdin.buffer.read()
-    if args.client not in CLIENTS:
-        outcome = skipped(settings, args.event, f"unknown client {args.client!r}: use "
-                          + " or ".join(CLIENTS), raw)
-    elif settings.store_owner:
-        outcome = run_hook_via_owner(settings, args.event, raw, args.client)
-    else:
-        outcome = run_hook(settings, args.event, raw, args.client)
-    if outcome.stdout:
-        sys.stdout.write(outcome.stdout + "\n")
-    return outcome.exit_code
+    return hook_main([args.client, args.event])
 
 
 def cmd_install(settings: Settings, args: argparse.Namespace) -> int:

@@ -31,10 +31,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from osiris.config import Settings, settings_to_wire
+from osiris.config import Settings
 from osiris.core import client_hooks, routing
 from osiris.core.client_hooks import HookCall
-from osiris.errors import CommittedWithErrors, ConfigError, OsirisError
+from osiris.errors import CommittedWithErrors, OsirisError
 
 if TYPE_CHECKING:
     from osiris.engine import Engine
@@ -181,59 +181,3 @@ def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
     sys.stderr.write(message)
     return HookOutcome(client_hooks.decision_json(client_hooks.allow_with_warning(problem)),
                        0, problem, message)
-
-
-def run_hook_via_owner(settings: Settings, event: str, raw: bytes,
-                       client: str = CLIENT) -> HookOutcome:
-    """The hook handled by the home's store owner (started if none runs): this process
-    imports no DuckDB and no tokenizer. Where no owner can serve, the hook runs in this
-    process instead; a call the owner may have recorded before it died is not repeated."""
-    from osiris.store.owner_client import OwnerClient, OwnerLost
-
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return run_hook(settings, event, raw, client)  # it reports the malformed input
-    owner = OwnerClient(settings.home, settings_to_wire(settings))
-    try:
-        result, _ = owner.request({"op": "hook", "client": client, "event": event,
-                                   "raw": text})
-    except OwnerLost as exc:
-        return skipped(settings, event, f"{exc.code}: {exc}", raw)
-    except OsirisError as exc:  # no owner: do the work here, as without one
-        log.info("no store owner (%s): the hook runs in this process", exc)
-        return run_hook(settings, event, raw, client)
-    finally:
-        owner.close()
-    outcome = HookOutcome(str(result.get("stdout") or ""), int(result.get("exit_code") or 0),
-                          result.get("problem"), str(result.get("stderr") or ""))
-    if outcome.stderr:
-        sys.stderr.write(outcome.stderr)
-    return outcome
-
-
-def main(argv: list[str]) -> int:
-    """``osiris hook CLIENT EVENT`` (dispatched before the CLI is imported): the client's
-    JSON on stdin, its decision JSON on stdout, exit 0 whatever OSIRIS's problem."""
-    raw = sys.stdin.buffer.read()
-    if len(argv) != 2 or argv[1] not in HANDLERS:
-        outcome = skipped(None, argv[1] if len(argv) > 1 else "?",
-                          "usage: osiris hook claude-code|codex "
-                          + "|".join(HANDLERS), raw)
-    elif argv[0] not in CLIENTS:
-        outcome = skipped(None, argv[1], f"unknown client {argv[0]!r}: use "
-                          + " or ".join(CLIENTS), raw)
-    else:
-        try:
-            settings = Settings.from_env()
-        except ConfigError as exc:
-            outcome = skipped(None, argv[1], f"configuration error: {exc}", raw)
-        else:
-            logging.basicConfig(level=settings.log_level, stream=sys.stderr)
-            if settings.store_owner:
-                outcome = run_hook_via_owner(settings, argv[1], raw, argv[0])
-            else:
-                outcome = run_hook(settings, argv[1], raw, argv[0])
-    if outcome.stdout:
-        sys.stdout.write(outcome.stdout + "\n")
-    return outcome.exit_code

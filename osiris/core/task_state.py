@@ -10,7 +10,7 @@ told from growth even when both change ``tail_hash``.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from osiris.core.hashing import canonical_json, sha256_hex
@@ -170,8 +170,9 @@ class TaskState:
     it with the first payload OSIRIS externalizes, not before)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form (persisted in ``tasks.state``)."""
-        return asdict(self)
+        """JSON-ready form (persisted in ``tasks.state``): what ``dataclasses.asdict``
+        gives, without its deep copies (the state is immutable; every call pays this)."""
+        return _plain_dataclass(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskState:
@@ -342,3 +343,26 @@ def with_flag(state: TaskState, name: str, value: bool) -> TaskState:
     flags = dict(state.flags)
     flags[name] = value
     return replace(state, flags=tuple(sorted(flags.items())))
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain_dataclass(obj: Any) -> dict[str, Any]:
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return {name: _plain(getattr(obj, name)) for name in names}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return _plain_dataclass(value)
+    if isinstance(value, tuple | list):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return value

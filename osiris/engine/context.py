@@ -85,8 +85,8 @@ def load_task(tx: Tx, task_id: str, model: CostModel | None = None) -> TaskState
 
 def save_task(tx: Tx, state: TaskState, kind: str, body: dict[str, Any]) -> int:
     """Persist ``state`` and journal ``kind`` with its body and the new state hash."""
-    tx.update_task(state.task_id, state.as_dict(), status=state.status)
-    event = tx.event(kind, {**body, "state_hash": state.state_hash()}, task_id=state.task_id)
+    digest = tx.update_task(state.task_id, state.as_dict(), status=state.status)
+    event = tx.event(kind, {**body, "state_hash": digest}, task_id=state.task_id)
     return event.seq
 
 

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from osiris.harness import dashboard_perf, governance_replay, perf, secrets_report
+from osiris.harness import (
+    dashboard_perf,
+    governance_replay,
+    owner_perf,
+    perf,
+    secrets_report,
+)
 from osiris.harness.retrieval import RETRIEVAL_MODELS
 from osiris.harness.runmeta import RunMeta, new_run
 
@@ -187,7 +193,7 @@ STAGES: dict[str, Stage] = {"clients": stage_clients, "benchmark": stage_benchma
                             "store": perf.stage_store,
                             "engine": perf.stage_engine, "payloads": perf.stage_payloads,
                             "governance": stage_governance, "mcp": perf.stage_mcp,
-                            "hooks": perf.stage_hooks,
+                            "hooks": perf.stage_hooks, "owner": owner_perf.stage_owner,
                             "dashboard": dashboard_perf.stage_dashboard}
 
 

@@ -84,105 +84,60 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def stage_engine(ctx: BenchContext) -> None:
-    """In-process latency of each engine operation and the manifest's size."""
+    """The manifest's size, sustained observe throughput and database growth (each
+    operation's latency, before and after the store owner, is the owner stage's)."""
     from osiris.engine import Engine
 
-    engine = Engine(Settings(home=ctx.workdir / "engine-home"))
+    engine = Engine(Settings(home=ctx.workdir / "engine-home"), exclusive=True)
     n = 10 if ctx.quick else 60
-    ctx.say(f"engine: {n} rounds of plan/observe operations")
-    timings: dict[str, list[float]] = {}
-    manifest_tokens = []
-    head = "You are a coding agent working in a monorepo. Follow the rules.\n" * 40
-    usage = {"input_tokens": 1000, "cache_read_input_tokens": 20_000, "output_tokens": 200}
-    for i in range(n):
-        dt, start = _timed(partial(
-            engine.plan, "start", objective=f"benchmark task {i}: fix the flaky integration test",
-            steps=["reproduce", "find cause", "fix", "test"], active_step=1,
-            constraints=["no new dependencies"], decisions=["patch in place"]))
-        timings.setdefault("plan.start", []).append(dt)
-        manifest_tokens.append(start["manifest_tokens"])
-        tid = start["task_id"]
-        ops: list[tuple[str, Callable[[], Any]]] = [
-            ("plan.update", partial(engine.plan, "update", task_id=tid, decisions=[f"d{i}"])),
-            ("plan.status", partial(engine.plan, "status", task_id=tid)),
-            ("plan.resume", partial(engine.plan, "resume", task_id=tid)),
-            ("observe.head", partial(engine.observe, tid, "head", result=head)),
-            ("observe.seal+usage", partial(engine.observe, tid, "action", seal=start["seal"],
-                                           usage=usage)),
-            ("observe.result 4k", partial(engine.observe, tid, "result", tool="Bash",
-                                          args={"i": i}, result=f"run {i}\n" + head * 4)),
-            ("precheck", partial(engine.precheck, tid, "Bash",
-                                 args={"command": "git commit -m x"})),
-            ("checkpoint.snapshot", partial(engine.checkpoint, tid, "snapshot")),
-        ]
-        for name, op in ops:
-            dt, answer = _timed(op)
-            timings.setdefault(name, []).append(dt)
-            if name == "observe.result 4k":
-                ref = answer["ref"]
-        for name, op in [("recall.grep", partial(engine.recall, ref, "grep", pattern="rules",
-                                                 n=5, task_id=tid)),
-                         ("recall.outline", partial(engine.recall, ref, "head", n=10,
-                                                    task_id=tid))]:
-            timings.setdefault(name, []).append(_timed(op)[0])
-        if i == 0:
-            parent = tid
-            created = engine.handoff("create", task_id=parent,
-                                     contract={"objective": "child", "checks": {
-                                         "required_fields": ["summary"]}})
-        timings.setdefault("handoff.status", []).append(
-            _timed(partial(engine.handoff, "status", handoff_id=created["handoff_id"]))[0])
+    ctx.say(f"engine: {n} plan starts (manifest size), sustained observes both ways")
+    manifest_tokens = [engine.plan(
+        "start", objective=f"benchmark task {i}: fix the flaky integration test",
+        steps=["reproduce", "find cause", "fix", "test"], active_step=1,
+        constraints=["no new dependencies"], decisions=["patch in place"])["manifest_tokens"]
+        for i in range(n)]
     engine.close()
-    # Sustained observe throughput and database growth, in a fresh home.
     sustained_n = 60 if ctx.quick else 400
-    fresh = Engine(Settings(home=ctx.workdir / "growth-home"))
-    task = fresh.plan("start", objective="growth")["task_id"]
-    with fresh.store.read() as con:
-        events_before = fetch_row(con, "SELECT count(*) FROM events")[0]
-    used_before, file_before = _db_bytes(fresh.store.db)
-    began = time.perf_counter()
-    for k in range(sustained_n):
-        fresh.observe(task, "result", tool="Bash", args={"k": k}, result=f"ok {k}\n" * 20)
-    rate = sustained_n / (time.perf_counter() - began)
-    with fresh.store.read() as con:
-        events_after = fetch_row(con, "SELECT count(*) FROM events")[0]
-    used_after, file_after = _db_bytes(fresh.store.db)
+    rates: dict[str, float] = {}
+    for mode in ("before", "after"):  # after: the owner's configuration (held open)
+        fresh = Engine(Settings(home=ctx.workdir / f"growth-home-{mode}"),
+                       exclusive=mode == "after")
+        task = fresh.plan("start", objective="growth")["task_id"]
+        with fresh.store.read() as con:
+            events_before = fetch_row(con, "SELECT count(*) FROM events")[0]
+        used_before, file_before = _db_bytes(fresh.store.db)
+        began = time.perf_counter()
+        for k in range(sustained_n):
+            fresh.observe(task, "result", tool="Bash", args={"k": k}, result=f"ok {k}\n" * 20)
+        rates[mode] = sustained_n / (time.perf_counter() - began)
+        with fresh.store.read() as con:
+            events_after = fetch_row(con, "SELECT count(*) FROM events")[0]
+        used_after, file_after = _db_bytes(fresh.store.db)
+        fresh.close()
     per_k = 1000 / max(events_after - events_before, 1)
     growth = (used_after - used_before) * per_k
     file_growth = (file_after - file_before) * per_k
-    fresh.close()
-    rows: list[dict[str, Any]] = [
-        {"operation": name, "n": len(values), "median_s": median(values),
-         "p99_s": percentile(values, 99)} for name, values in timings.items()]
-    ctx.add_rows("engine_perf", rows)
-    table = ["| operation | n | median ms | p99 ms |", "|---|---|---|---|"]
-    table += [f"| {r['operation']} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} |"
-              for r in rows]
     ctx.perf_sections.append("\n".join([
-        "## Engine operations, in process",
-        "",
-        "Each operation is one store transaction (open, lock, commit, close: about 30 ms of "
-        "the figures below is that fixed cost, see the store section).",
-        "",
-        *table,
+        "## Engine: manifest, throughput, growth",
         "",
         f"Manifest size: median {median(manifest_tokens):.0f} cl100k tokens "
         f"(max {max(manifest_tokens)}; the ceiling is 160).",
         "",
-        f"Sustained: {rate:.1f} observe calls per second in one process ({sustained_n} "
-        f"small results in a row). Database growth per 1,000 journal events: "
-        f"{growth / 1024:,.0f} KiB of used blocks, {file_growth / 1024:,.0f} KiB of file "
-        f"(DuckDB allocates 256 KiB blocks and reuses freed ones, so the file grows in steps "
-        f"and faster at first). "
+        f"Sustained, one process, {sustained_n} small results in a row: "
+        f"{rates['before']:.1f} observe calls per second with a connection per call, "
+        f"{rates['after']:.1f} with the database held open (the store owner's way). "
+        f"Database growth per 1,000 journal events: {growth / 1024:,.0f} KiB of used "
+        f"blocks, {file_growth / 1024:,.0f} KiB of file (DuckDB allocates 256 KiB blocks "
+        f"and reuses freed ones, so the file grows in steps and faster at first). "
         f"Resident memory of the benchmark process so far: {_rss_mib():,.0f} MiB (peak).",
         "",
     ]))
-    ctx.add_rows("engine_throughput", [{"observe_per_s": rate, "n": sustained_n,
+    ctx.add_rows("engine_throughput", [{"observe_per_s": rates["before"],
+                                        "observe_per_s_held": rates["after"],
+                                        "n": sustained_n,
                                         "db_bytes_per_1000_events": growth,
                                         "db_file_bytes_per_1000_events": file_growth,
                                         "peak_rss_mib": _rss_mib()}])
-
-
 
 
 def _db_bytes(db: Any) -> tuple[int, int]:
@@ -359,73 +314,14 @@ def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def stage_hooks(ctx: BenchContext) -> None:
-    """Client hooks: the command hook's round trip (process start included) and the
-    in-server path an ``mcp_tool`` hook takes (``osiris_precheck(format=...)``)."""
-    import asyncio
-    import json
-    import subprocess
-    import sys
+    """Client hooks, before and after the store owner: the command hook's round trip
+    (process start included) and the in-server path of an ``mcp_tool`` hook."""
+    from osiris.harness.owner_perf import hook_round_trips, render_hooks
 
-    from mcp import Client, StdioServerParameters
-
-    calls = _hook_payloads(ctx.repo)
-    n = 10 if ctx.quick else 60
-    calls = calls[:n]
-    home = ctx.workdir / "hooks-home"
-    env = {"OSIRIS_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    ctx.say(f"hooks: {len(calls)} PreToolUse + PostToolUse command hooks, then "
-            f"{len(calls)} in-server prechecks")
-
-    def command(event: str, payload: dict[str, Any]) -> float:
-        started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "osiris", "hook", "claude-code", event],
-                              input=json.dumps(payload), capture_output=True, text=True,
-                              env=env, timeout=120, check=False)
-        took = time.perf_counter() - started
-        if done.returncode != 0 or "skipped" in done.stdout:
-            raise RuntimeError(f"hook {event} failed: {done.stdout} {done.stderr[-400:]}")
-        return took
-
-    pre_s, post_s = [], []
-    for pre, post in calls:
-        pre_s.append(command("pre-tool-use", pre))
-        post_s.append(command("post-tool-use", post))
-
-    async def in_server() -> list[float]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "osiris"], env=env)
-        times = []
-        async with Client(params, mode="legacy") as client:
-            for pre, _ in calls:
-                started = time.perf_counter()
-                result = await client.call_tool("osiris_precheck", {
-                    "task_id": f"session:{pre['session_id']}-mcp", "tool": pre["tool_name"],
-                    "args": json.dumps(pre["tool_input"]), "format": "claude-code"})
-                times.append(time.perf_counter() - started)
-                if result.is_error:
-                    raise RuntimeError(f"in-server precheck failed: {result.content}")
-        return times
-
-    server_s = asyncio.run(in_server())
-    rows = [("command hook PreToolUse (process start + precheck)", pre_s),
-            ("command hook PostToolUse (process start + observe)", post_s),
-            ("in-server precheck, format=claude-code (mcp_tool hook path)", server_s)]
-    ctx.add_rows("hook_perf", [{"measure": name, "n": len(v), "median_s": median(v),
-                                "p99_s": percentile(v, 99), "max_s": max(v)}
-                               for name, v in rows])
-    table = ["| path | n | p50 ms | p99 ms |", "|---|---|---|---|"]
-    table += [f"| {name} | {len(v)} | {ms(median(v))} | {ms(percentile(v, 99))} |"
-              for name, v in rows]
-    ctx.perf_sections.append("\n".join([
-        "## Client hooks",
-        "",
-        f"Round trip of Claude Code hooks over the first {len(calls)} tool calls of the "
-        "bundled Claude Code traces (one session per trace, each call prechecked then "
-        "observed). The command hook is `osiris hook claude-code …` as Claude Code runs "
-        "it: a new process per call, reading the payload on stdin. The in-server path is "
-        "what an `mcp_tool` hook costs: one `osiris_precheck(format=\"claude-code\")` call "
-        "to a running stdio server, timed at the client.",
-        "",
-        *table,
-        ""]))
-    ctx.say(f"hooks: command p50 {ms(median(pre_s))} ms, in-server p50 "
-            f"{ms(median(server_s))} ms")
+    n = 10 if ctx.quick else 100
+    calls = _hook_payloads(ctx.repo)[:n]
+    ctx.say(f"hooks: {len(calls)} PreToolUse + PostToolUse command hooks and in-server "
+            "prechecks, each way")
+    rows = hook_round_trips(ctx, calls)
+    ctx.add_rows("hook_perf", rows)
+    ctx.perf_sections.append(render_hooks(rows))

@@ -18,15 +18,11 @@ and the owner checks every peer's uid (``SO_PEERCRED``); this side checks the ow
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import socket
-import stat
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -61,6 +57,8 @@ def socket_path(home: Path) -> Path:
     direct = home / SOCKET_NAME
     if len(os.fsencode(str(direct))) <= _SUN_PATH_MAX:
         return direct
+    import hashlib
+
     digest = hashlib.sha256(os.fsencode(str(home))).hexdigest()[:24]
     return _private_dir() / f"{digest}.sock"
 
@@ -68,6 +66,9 @@ def socket_path(home: Path) -> Path:
 def _private_dir() -> Path:
     """``/tmp/osiris-<uid>``, created 0700; refused when another user owns it or it is
     open to others (a socket there could be someone else's)."""
+    import stat
+    import tempfile
+
     base = Path(tempfile.gettempdir()) / f"osiris-{os.getuid()}"
     try:
         base.mkdir(mode=0o700, exist_ok=True)
@@ -271,6 +272,8 @@ def start_owner(home: Path, env: dict[str, str] | None = None) -> None:
     """Start ``python -m osiris owner`` for ``home``, detached from this process (its own
     session, no terminal, stderr to ``owner.log``). Two starters race harmlessly: the
     second owner finds the lock taken and exits."""
+    import subprocess
+
     home.mkdir(parents=True, exist_ok=True)
     # Through a shell that starts it in the background and exits at once: the owner is
     # then nobody's child (no zombie when it dies, nothing for this process to reap).

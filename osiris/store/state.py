@@ -85,14 +85,18 @@ class Tx:
              text, sha256_hex(text), owner],
         )
 
-    def update_task(self, task_id: str, state: dict[str, Any], status: str | None = None) -> None:
-        """Replace a task's state (the journal event says what changed)."""
+    def update_task(self, task_id: str, state: dict[str, Any], status: str | None = None,
+                    ) -> str:
+        """Replace a task's state (the journal event says what changed); return the
+        state's hash (what ``TaskState.state_hash`` gives)."""
         text = canonical_json(state)
+        digest = sha256_hex(text)
         self.con.execute(
             "UPDATE tasks SET state = ?, state_hash = ?, updated_us = ?,"
             " status = coalesce(?, status) WHERE task_id = ?",
-            [text, sha256_hex(text), self.now_us, status, task_id],
+            [text, digest, self.now_us, status, task_id],
         )
+        return digest
 
     def record_ref(self, ref: str, *, size_bytes: int, tokens: int, encoding: str,
                    media_type: str, redaction_version: str | None, redactions: int) -> bool:
@@ -192,6 +196,8 @@ class Store:
         self.refs = RefStore(settings.refs_dir)
         self.clock: Clock = clock or SystemClock()
         self._local = threading.local()
+        #: The journal's last committed (seq, hash), known to an exclusive store.
+        self._head: tuple[int, str] | None = None
         journal.remove_stale_temp_files(self.home)
 
     @contextlib.contextmanager
@@ -212,6 +218,8 @@ class Store:
 
         def advance_witness() -> None:
             cursor = holder[0]._cursor
+            if self.db.exclusive:  # committed: the next transaction starts from here
+                self._head = (cursor.seq, cursor.hash)
             if cursor.appended:
                 try:
                     journal.write_witness(self.home, cursor.seq, cursor.hash)
@@ -223,7 +231,10 @@ class Store:
                     ) from exc
 
         with self.db.write(on_commit=advance_witness) as con:
-            tx = Tx(con, journal.read_tail(con), self.clock, actor)
+            # Whoever holds the database for good is its only writer: it knows the head.
+            head = self._head if self.db.exclusive else None
+            cursor = journal.JournalCursor(*head) if head else journal.read_tail(con)
+            tx = Tx(con, cursor, self.clock, actor)
             holder.append(tx)
             self._local.tx = tx
             try:
