@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from osiris.store.db import fetch_row, rows_as_dicts
+from osiris.store.remote import ReadStore
 from osiris.store.state import Store
 
 PAGE = 50
@@ -50,7 +51,7 @@ def parse_cursor(raw: str | None) -> tuple[int, str] | None:
 class Queries:
     """The dashboard's reads over one OSIRIS home."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store | ReadStore) -> None:
         self.store = store
 
     # -- overview -----------------------------------------------------------------------

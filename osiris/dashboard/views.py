@@ -23,9 +23,10 @@ from osiris.config import Settings
 from osiris.core.hashing import digest_of_ref
 from osiris.dashboard import charts
 from osiris.dashboard.queries import FILTERS, Queries
-from osiris.engine import Engine
+from osiris.engine import open_engine
 from osiris.errors import IntegrityError, InvalidInputError, NotFoundError
 from osiris.store.audit import audit_task
+from osiris.store.remote import ReadStore
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
@@ -66,8 +67,11 @@ class Views:
 
     def __init__(self, settings: Settings, reports: Path | None) -> None:
         self.settings = settings
-        self.engine = Engine(settings)
-        self.queries = Queries(self.engine.store)
+        # A live home is read through its store owner (agents keep writing meanwhile);
+        # with OSIRIS_STORE_OWNER=off, by opening the file for each read.
+        self.engine = open_engine(settings)
+        self.store: Any = ReadStore(settings) if settings.store_owner else self.engine.store
+        self.queries = Queries(self.store)
         self.reports = reports
         self._audits: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
         self._audit_lock = threading.Lock()
@@ -79,6 +83,8 @@ class Views:
     def close(self) -> None:
         """Release the store."""
         self.engine.close()
+        if isinstance(self.store, ReadStore):
+            self.store.close()
 
     def routes(self) -> list[Route]:
         """Every route (all GET; HEAD is served by Starlette for each GET route)."""
@@ -223,7 +229,7 @@ class Views:
         with self._audit_lock:
             if key in self._audits:
                 return self._audits[key]
-        report = audit_task(self.engine.store, task_id).as_dict()
+        report = audit_task(self.store, task_id).as_dict()
         report["checked_at"] = _when(int(datetime.now(tz=UTC).timestamp() * 1e6))
         with self._audit_lock:
             self._audits[key] = report
@@ -265,7 +271,7 @@ class Views:
             return self._problem(request, 404, f"{ref} is unknown to this OSIRIS home")
         verified, problem, preview, truncated = True, None, "", False
         try:
-            data = self.engine.store.refs.get(ref)
+            data = self.store.refs.get(ref)
             preview = data[:PREVIEW_BYTES].decode("utf-8", errors="replace")
             truncated = len(data) > PREVIEW_BYTES
         except (NotFoundError, IntegrityError) as exc:

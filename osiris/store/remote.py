@@ -17,8 +17,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import decimal
 import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +131,123 @@ class RemoteEngine:
         result, data = self._request(
             {"op": "call", "method": "ref_bytes", "args": [ref, principal], "kwargs": {}})
         return data, str(result["media_type"])
+
+
+class RemoteCursor:
+    """The rows of one query the owner ran, as a DuckDB cursor hands them out."""
+
+    def __init__(self, table: Any) -> None:
+        columns = [[_python(v) for v in column.to_pylist()] for column in table.columns]
+        self._rows: list[tuple[Any, ...]] = list(zip(*columns, strict=True)) if columns \
+            else []
+        self._next = 0
+        self.description = [(name, str(kind), None, None, None, None, None)
+                            for name, kind in zip(table.schema.names, table.schema.types,
+                                                  strict=True)]
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._next = self._rows[self._next:], len(self._rows)
+        return rows
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchmany(self, size: int = 1) -> list[tuple[Any, ...]]:
+        rows = self._rows[self._next:self._next + size]
+        self._next += len(rows)
+        return rows
+
+    def __iter__(self) -> Any:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+
+def _python(value: Any) -> Any:
+    """A value as DuckDB's own Python client gives it (Arrow carries HUGEINT sums as
+    whole decimals; DuckDB gives int)."""
+    if isinstance(value, decimal.Decimal) and value == value.to_integral_value():
+        return int(value)
+    return value
+
+
+class RemoteConnection:
+    """A read-only connection whose queries the home's owner runs (one statement each:
+    ``SELECT``/``WITH``/``EXPLAIN``, positional or named parameters)."""
+
+    def __init__(self, client: OwnerClient) -> None:
+        self._client = client
+
+    def execute(self, sql: str, params: list[Any] | dict[str, Any] | None = None,
+                ) -> RemoteCursor:
+        import pyarrow as pa
+
+        _, data = self._client.request({"op": "query", "sql": sql, "params": params})
+        return RemoteCursor(pa.ipc.open_stream(data).read_all())
+
+
+class ReadStore:
+    """What a reader of a live home needs of a store (the dashboard's): ``read()`` through
+    the home's owner, the ref store on disk, the home. Where no owner can serve (a home
+    this user may read but not write), it reads the database directly, as before."""
+
+    def __init__(self, settings: Settings) -> None:
+        from osiris.store.refs import RefStore
+
+        self.settings = settings
+        self.home = settings.home
+        self.refs = RefStore(settings.refs_dir)
+        self._wire = settings_to_wire(settings)
+        self._idle: list[OwnerClient] = []
+        self._lock = threading.Lock()
+        self._direct: Any = None
+        self._checked = False
+
+    def _use_owner(self) -> bool:
+        """Whether reads go through the owner (decided at the first read)."""
+        with self._lock:
+            if not self._checked:
+                probe = OwnerClient(self.home, self._wire)
+                try:
+                    probe.request({"op": "ping"})
+                    self._idle.append(probe)
+                except OsirisError as exc:
+                    probe.close()
+                    log.info("no store owner for %s (%s): reading the file", self.home, exc)
+                    from osiris.store.state import Store
+
+                    self._direct = Store(self.settings, create=False)
+                self._checked = True
+            return self._direct is None
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Any]:
+        """A connection for one read (the owner's, or a direct one)."""
+        if not self._use_owner():
+            with self._direct.read() as con:
+                yield con
+            return
+        with self._lock:
+            client = self._idle.pop() if self._idle else None
+        client = client or OwnerClient(self.home, self._wire)
+        try:
+            yield RemoteConnection(client)
+        except BaseException:
+            client.close()
+            raise
+        with self._lock:
+            self._idle.append(client)
+
+    def close(self) -> None:
+        """Close the connections (or the direct store)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for client in idle:
+            client.close()
+        if self._direct is not None:
+            self._direct.close()
 
 
 def query(home: str | Path, sql: str, params: list[Any] | dict[str, Any] | None = None,

@@ -262,3 +262,26 @@ def test_off_switch_opens_the_database_in_each_process(osiris_home: Path) -> Non
     assert owner_pid(osiris_home) is None
     assert not socket_path(osiris_home).exists()
     assert owner_client.try_connect(socket_path(osiris_home)) is None
+
+
+def test_the_dashboard_reads_a_live_home_without_stopping_its_owner(osiris_home: Path,
+                                                                    ) -> None:
+    import httpx2
+
+    from tests.dashboard.process import dashboard
+    from tests.server.transports import osiris_env
+
+    first = spawn_observer(osiris_home, "before", 5, 300)
+    assert first.communicate(timeout=120)[0].count('"ack"') == 5
+    pid = owner_pid(osiris_home)
+    assert pid is not None
+    with dashboard(osiris_env()) as base:
+        writer = spawn_observer(osiris_home, "during", 15, 300)
+        pages = [httpx2.get(f"{base}/events", timeout=30) for _ in range(5)]
+        out, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        assert out.count('"ack"') == 15
+        final = httpx2.get(f"{base}/tasks", timeout=30)
+    assert all(p.status_code == 200 for p in pages)
+    assert "owner load during" in final.text  # the writer's task, read through the owner
+    assert owner_pid(osiris_home) == pid  # nobody made it step aside
