@@ -225,7 +225,8 @@ def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[s
                                    event], input=json.dumps(payload), capture_output=True,
                                   text=True, env=env, timeout=120, check=False)
             took = time.perf_counter() - began
-            if done.returncode != 0 or "skipped" in done.stdout:
+            # A skip is the hook's own line on stderr (the command may say "skipped").
+            if done.returncode != 0 or " skipped: " in done.stderr:
                 raise RuntimeError(f"hook {event} failed: {done.stdout} {done.stderr[-400:]}")
             return took
 

@@ -285,3 +285,43 @@ def test_the_dashboard_reads_a_live_home_without_stopping_its_owner(osiris_home:
     assert all(p.status_code == 200 for p in pages)
     assert "owner load during" in final.text  # the writer's task, read through the owner
     assert owner_pid(osiris_home) == pid  # nobody made it step aside
+
+
+HEAVY = ("duckdb", "tiktoken", "mcp", "pyarrow", "polars")
+
+
+def _imported(result: subprocess.CompletedProcess[str]) -> set[str]:
+    """Top-level packages a ``python -X importtime`` run imported."""
+    names = set()
+    for line in result.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
+
+
+def test_hooks_and_osiris_run_import_nothing_heavy(osiris_home: Path) -> None:
+    assert _hook().returncode == 0  # the owner runs: the next calls take the light path
+    for event, doc in (("pre-tool-use", PRE),
+                       ("post-tool-use", {**PRE, "hook_event_name": "PostToolUse",
+                                          "tool_response": {"stdout": "x\n" * 5000}})):
+        result = subprocess.run([sys.executable, "-X", "importtime", "-m", "osiris", "hook",
+                                 "claude-code", event], input=json.dumps(doc),
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr[-500:]
+        assert "skipped" not in result.stdout + result.stderr  # the owner answered
+        assert not _imported(result) & set(HEAVY), event
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "osiris", "run", "--",
+                          "echo small"], capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert run.stdout == "small\n"
+    assert not _imported(run) & set(HEAVY)
+
+
+def test_the_owner_serves_only_its_own_home(osiris_home: Path, tmp_path: Path) -> None:
+    assert _hook().returncode == 0
+    other = settings_to_wire(Settings(home=tmp_path / "elsewhere"))
+    client = OwnerClient(osiris_home, other)
+    with pytest.raises(Exception, match="this owner serves"):
+        client.call("plan", "start", objective="in the wrong home")
+    client.close()
+    assert not (tmp_path / "elsewhere").exists()
