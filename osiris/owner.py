@@ -124,7 +124,7 @@ class Owner:
         has it open directly, up to the lock timeout)."""
         from osiris.store.state import Store
 
-        self.store = Store(self.settings, exclusive=True)
+        self.store = Store(self.settings, exclusive=True, sole_writer=True)
         self.store.db.migrate()
         # Load the tokenizer, the rules and the engine now, not in the first call.
         self.engine_for({}).ctx.counter.count("warm")

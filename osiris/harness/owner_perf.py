@@ -65,14 +65,12 @@ def _ratio_table(rows: list[dict[str, Any]]) -> list[str]:
 def engine_ops(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
     """Each engine operation, ``n`` rounds, in the owner's configuration (the database held
     open) and with a connection per call."""
-    from osiris.engine import Engine
 
     rows: list[dict[str, Any]] = []
     head = "You are a coding agent working in a monorepo. Follow the rules.\n" * 40
     usage = {"input_tokens": 1000, "cache_read_input_tokens": 20_000, "output_tokens": 200}
     for mode in MODES:
-        engine = Engine(Settings(home=ctx.workdir / f"owner-engine-{mode}"),
-                        exclusive=mode == "after")
+        engine = _engine(Settings(home=ctx.workdir / f"owner-engine-{mode}"), mode)
         timings: dict[str, list[float]] = {}
         held: list[float] = []
         for i in range(n):
@@ -106,6 +104,17 @@ def engine_ops(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _engine(settings: Settings, mode: str) -> Any:
+    """An engine as the owner runs it (after: the database held open, the journal head
+    kept), or as every process ran it before (a connection per call)."""
+    from osiris.engine import Engine
+    from osiris.store.state import Store
+
+    if mode == "before":
+        return Engine(settings)
+    return Engine(settings, store=Store(settings, exclusive=True, sole_writer=True))
+
+
 def _time(timings: dict[str, list[float]], name: str, fn: Callable[[], Any]) -> Any:
     started = time.perf_counter()
     value = fn()
@@ -115,12 +124,10 @@ def _time(timings: dict[str, list[float]], name: str, fn: Callable[[], Any]) -> 
 
 def observe_large(ctx: BenchContext, text: str, rounds: int) -> list[dict[str, Any]]:
     """observe of a large payload, and how long it held the store, both ways."""
-    from osiris.engine import Engine
 
     rows = []
     for mode in MODES:
-        engine = Engine(Settings(home=ctx.workdir / f"owner-1mb-{mode}"),
-                        exclusive=mode == "after")
+        engine = _engine(Settings(home=ctx.workdir / f"owner-1mb-{mode}"), mode)
         tid = engine.plan("start", objective="large payloads")["task_id"]
         took, held = [], []
         for i in range(rounds):

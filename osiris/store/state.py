@@ -175,10 +175,14 @@ class Store:
     """Persistence of one OSIRIS home, safe to use from many processes at once."""
 
     def __init__(self, settings: Settings, *, exclusive: bool = False,
-                 clock: Clock | None = None, create: bool = True) -> None:
+                 clock: Clock | None = None, create: bool = True,
+                 sole_writer: bool = False) -> None:
         """``create=False`` (read-only commands): open an existing home or raise
         NotFoundError, creating no directory or file; the default creates the home
-        (the directory now, the database at the first read or write)."""
+        (the directory now, the database at the first read or write). ``sole_writer``
+        (with ``exclusive``; the store owner): every event is appended through
+        :meth:`Tx.event`, so the store keeps the journal head instead of reading it at
+        the start of each transaction."""
         self.settings = settings
         self.home = settings.home
         if create:
@@ -196,7 +200,8 @@ class Store:
         self.refs = RefStore(settings.refs_dir)
         self.clock: Clock = clock or SystemClock()
         self._local = threading.local()
-        #: The journal's last committed (seq, hash), known to an exclusive store.
+        #: The journal's last committed (seq, hash), kept by a sole writer.
+        self._sole_writer = sole_writer and exclusive
         self._head: tuple[int, str] | None = None
         journal.remove_stale_temp_files(self.home)
 
@@ -218,7 +223,7 @@ class Store:
 
         def advance_witness() -> None:
             cursor = holder[0]._cursor
-            if self.db.exclusive:  # committed: the next transaction starts from here
+            if self._sole_writer:  # committed: the next transaction starts from here
                 self._head = (cursor.seq, cursor.hash)
             if cursor.appended:
                 try:
@@ -231,8 +236,7 @@ class Store:
                     ) from exc
 
         with self.db.write(on_commit=advance_witness) as con:
-            # Whoever holds the database for good is its only writer: it knows the head.
-            head = self._head if self.db.exclusive else None
+            head = self._head if self._sole_writer else None
             cursor = journal.JournalCursor(*head) if head else journal.read_tail(con)
             tx = Tx(con, cursor, self.clock, actor)
             holder.append(tx)
