@@ -31,8 +31,9 @@ WRITER = """
 import json, sys, time
 from pathlib import Path
 from osiris.config import Settings
-from osiris.engine import Engine
-engine = Engine(Settings(home=Path(sys.argv[1])))
+from osiris.engine import open_engine
+# As an agent writes: through the home's store owner, which the dashboard reads through too.
+engine = open_engine(Settings(home=Path(sys.argv[1])))
 task = engine.plan("start", objective="writer beside the dashboard")["task_id"]
 latencies = []
 for i in range(int(sys.argv[2])):
@@ -204,11 +205,13 @@ def stage_dashboard(ctx: BenchContext) -> None:
         f"A home of {counts['tasks']:,} tasks and {counts['events']:,} journal events "
         f"({counts['ledger']:,} ledger rows; DuckDB file {db_mb:,.0f} MB) built "
         f"in {build_s:,.0f} s by `osiris.harness.large_home` from real engine activity. "
-        "`osiris-dashboard` ran as its own process; each page was requested over HTTP "
-        "after one warm-up request. The first columns are pages computed from the "
+        "`osiris-dashboard` ran as its own process, reading through the home's store "
+        "owner; each page was requested over HTTP after one warm-up request. The first "
+        "columns are pages computed from the "
         "database (a page cache keyed by the journal head serves repeats until the next "
         "write: its figure is the last column). The writer is a separate process doing "
-        "`observe` calls on the same home, first alone, then while two clients poll the "
+        "`observe` calls on the same home through the same owner, as an agent does, "
+        "first alone, then while two clients poll the "
         "dashboard's live fragments back to back (each write invalidates the cache, so "
         "the polls recompute).",
         "",
