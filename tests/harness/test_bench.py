@@ -18,9 +18,17 @@ def test_quick_bench_writes_every_report(tmp_path: Path) -> None:
     assert "[bench" in result.stderr  # progress on stderr
     for name in ("BENCHMARK.md", "PERF.md", "SECRETS.md", "LOOPGUARD.md", "FOOTPRINT.json",
                  "sweep_net_gain.png", "traces_cumulative.png", "data/results.parquet",
-                 "data/store_perf.parquet", "data/engine_perf.parquet",
-                 "data/payload_perf.parquet", "data/bench.duckdb"):
+                 "data/store_perf.parquet", "data/engine_throughput.parquet",
+                 "data/owner_perf.parquet", "data/owner_kills.parquet",
+                 "data/hook_perf.parquet", "data/payload_perf.parquet", "data/bench.duckdb"):
         assert (tmp_path / name).exists(), name
+    # The store owner's stage measured both ways, and its kills lost nothing acknowledged.
+    owner = pl.read_parquet(tmp_path / "data" / "owner_perf.parquet")
+    assert set(owner["mode"].unique()) >= {"before", "after"}
+    kills = pl.read_parquet(tmp_path / "data" / "owner_kills.parquet").to_dicts()[0]
+    assert kills["kills"] == 10 and kills["acknowledged"] > 0
+    assert kills["missing"] == 0 and kills["chain_ok"] and kills["audit_lossless"]
+    assert "## The store owner: before and after" in (tmp_path / "PERF.md").read_text()
     rows = pl.read_parquet(tmp_path / "data" / "results.parquet")
     assert set(rows["system"].unique()) >= {"raw", "client-native", "oracle", "osiris-fixed",
                                             "osiris-adaptive"}
