@@ -106,6 +106,11 @@ class Settings:
     owner_idle_s: float = 120.0
     """OSIRIS_OWNER_IDLE_S: an owner with no request for this long exits (and closes the
     database, which any process may then open); the next call starts a new one."""
+    write_behind: bool = True
+    """OSIRIS_WRITE_BEHIND: ``on`` (the store owner answers hooked tool calls from memory
+    and acknowledges them once they are in its fsync'd log, writing the rows to DuckDB in
+    batches, :mod:`osiris.store.write_behind`) or ``off`` (every call is its own DuckDB
+    transaction)."""
 
     @property
     def db_path(self) -> Path:
@@ -227,6 +232,7 @@ class Settings:
             store_owner=_get(env, "OSIRIS_STORE_OWNER", True, _on_off, "on or off"),
             owner_idle_s=_get(env, "OSIRIS_OWNER_IDLE_S", defaults.owner_idle_s,
                               _positive_float, "a positive number of seconds, e.g. 120"),
+            write_behind=_get(env, "OSIRIS_WRITE_BEHIND", True, _on_off, "on or off"),
         )._checked()
 
 

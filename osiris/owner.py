@@ -73,6 +73,8 @@ ENGINE_METHODS = frozenset({
     "manifest_view", "status_view", "resume_view", "ref_bytes", "compacted",
     "route_output", "instructions"})
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
+FLUSH_AFTER_S = 0.05
+"""Deferred rows wait at most about this long before the owner writes them to DuckDB."""
 
 
 class Owner:
@@ -124,8 +126,12 @@ class Owner:
         has it open directly, up to the lock timeout)."""
         from osiris.store.state import Store
 
-        self.store = Store(self.settings, exclusive=True, sole_writer=True)
+        self.store = Store(self.settings, exclusive=True, sole_writer=True,
+                           write_behind=self.settings.write_behind)
         self.store.db.migrate()
+        if self.store.behind is not None:
+            threading.Thread(target=self._flush_when_idle, daemon=True,
+                             name="osiris-owner-flush").start()
         # Load the tokenizer, the rules and the engine now, not in the first call.
         self.engine_for({}).ctx.counter.count("warm")
 
@@ -168,12 +174,25 @@ class Owner:
             self._wait_for_calls(5.0)
             self.close()
 
+    def _flush_when_idle(self) -> None:
+        """Write deferred rows to DuckDB once they have waited :data:`FLUSH_AFTER_S`."""
+        while not self._stop.is_set():
+            self._stop.wait(FLUSH_AFTER_S / 2)
+            store = self.store
+            if store is None:
+                return
+            try:
+                store.flush(FLUSH_AFTER_S)
+            except OsirisError as exc:  # the rows stay in the log; calls go on
+                log.error("owner %d: %s", os.getpid(), exc)
+
     def stop(self) -> None:
         """Stop accepting; the serve loop closes the store once calls in flight end."""
         self._stop.set()
 
     def close(self) -> None:
-        """Close the database and release ``owner.lock``."""
+        """Close the database (after writing deferred rows) and release ``owner.lock``."""
+        self._stop.set()
         if self.store is not None:
             self.store.close()
             self.store = None

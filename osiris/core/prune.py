@@ -24,7 +24,7 @@ cache that would otherwise have served; here it is estimated as
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from osiris.errors import InvalidInputError
@@ -73,8 +73,11 @@ class PruneAdvice:
         return out
 
     def as_record(self) -> dict[str, Any]:
-        """Full form for the journal."""
-        return asdict(self)
+        """Full form for the journal (what ``dataclasses.asdict`` gives, without its deep
+        copies: this runs in every observe)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["drop"] = tuple({f.name: getattr(i, f.name) for f in fields(i)} for i in self.drop)
+        return out
 
 
 def assign_zones(items: list[ContextItem], working_set: int) -> list[ContextItem]:
@@ -135,5 +138,6 @@ def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, thresho
     prefix_pruned = 1 if any(i.zone in "AB" for i in eligible) else 0
     alive = 0.0 if ttl_s <= 0 else max(0.0, 1.0 - idle_s / ttl_s)
     cost = prefix_tokens * alive * prefix_pruned
-    keep = tuple(i.ref for i in zoned if i not in eligible)
+    chosen = {id(i) for i in eligible}
+    keep = tuple(i.ref for i in zoned if id(i) not in chosen)
     return PruneAdvice(mode, True, trigger, tuple(eligible), pruned, cost, pruned - cost, keep)

@@ -23,6 +23,7 @@ from osiris.engine.context import EngineContext, check_task_id, load_task, save_
 from osiris.engine.payloads import CHECKPOINT_PREFIX, context_items
 from osiris.engine.planning import plan_view
 from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store import statements
 from osiris.store.audit import audit_task
 from osiris.store.db import fetch_row
 from osiris.store.state import Tx
@@ -117,8 +118,7 @@ def _new_checkpoint(ctx: EngineContext, tx: Tx, state: TaskState, mode: str,
             if int(claimed) - int(proven) <= 0:
                 rows.append({"kind": f"compaction.{mode}", "ref": item.ref,
                              "tokens": item.tokens, "saved_claimed": item.tokens})
-    tx.con.execute("INSERT INTO checkpoints (checkpoint_id, task_id, created_us, mode,"
-                   " state_ref, body) VALUES (?, ?, ?, ?, ?, ?)",
+    tx.con.execute(statements.CHECKPOINT.sql,
                    [checkpoint_id, state.task_id, tx.now_us, mode, snap["state_ref"],
                     canonical_json(body)])
     seq = save_task(tx, state, f"checkpoint.{mode}",

@@ -16,6 +16,7 @@ from typing import Any
 from osiris.engine import planning
 from osiris.engine.context import EngineContext, authorize, check_task_id
 from osiris.errors import InvalidInputError
+from osiris.store import statements
 from osiris.store.state import Tx
 
 SESSION_PREFIX = "session:"
@@ -37,8 +38,7 @@ def session_task(ctx: EngineContext, tx: Tx, session_id: str, *, client: str,
                  cwd: str | None = None, principal: str | None = None) -> tuple[str, bool]:
     """The task of ``session_id``, created on first sight; returns (task_id, created)."""
     session_id = check_session_id(session_id)
-    row = tx.con.execute("SELECT task_id FROM client_sessions WHERE session_id = ?",
-                         [session_id]).fetchone()
+    row = tx.con.execute(statements.SESSION_TASK, [session_id]).fetchone()
     if row is not None:
         authorize(tx.con, row[0], principal)
         return str(row[0]), False

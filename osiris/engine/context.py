@@ -23,6 +23,7 @@ from osiris.core.tokens import TokenCounter
 from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store import statements
 from osiris.store.db import fetch_row
 from osiris.store.state import Store, Tx
 
@@ -66,7 +67,7 @@ def authorize(con: duckdb.DuckDBPyConnection, task_id: str, principal: str | Non
     A task created under an HTTP bearer identity belongs to it; another identity gets
     the same answer as for a task that does not exist (no existence oracle).
     """
-    row = con.execute("SELECT owner FROM tasks WHERE task_id = ?", [task_id]).fetchone()
+    row = con.execute(statements.TASK_OWNER, [task_id]).fetchone()
     if row is None or (principal is not None and row[0] != principal):
         raise NotFoundError(f"task {task_id!r} does not exist; start one with "
                             "plan(mode='start') or check the id in your manifest")
@@ -75,7 +76,7 @@ def authorize(con: duckdb.DuckDBPyConnection, task_id: str, principal: str | Non
 def load_task(tx: Tx, task_id: str, model: CostModel | None = None) -> TaskState:
     """The task's state inside a transaction (derived counts refreshed when a cost model
     is given); NotFoundError when absent."""
-    row = tx.con.execute("SELECT state FROM tasks WHERE task_id = ?", [task_id]).fetchone()
+    row = tx.con.execute(statements.TASK_STATE, [task_id]).fetchone()
     if row is None:
         raise NotFoundError(f"task {task_id!r} does not exist; start one with "
                             "plan(mode='start') or check the id in your manifest")
@@ -94,12 +95,8 @@ def derived_counts(con: duckdb.DuckDBPyConnection, state: TaskState,
                    model: CostModel) -> TaskState:
     """Figures that the ledger and other tables own: refs held, tokens in context by
     source, and (until the agent reports provider usage) the estimated consumption."""
-    refs = fetch_row(con, "SELECT count(*) FROM task_refs WHERE task_id = ?",
-                     [state.task_id])[0]
-    rows = con.execute(
-        "SELECT split_part(kind, '.', 1) AS source, sum(context_tokens),"
-        " sum(greatest(context_tokens, 0)) FROM ledger WHERE task_id = ? GROUP BY source",
-        [state.task_id]).fetchall()
+    refs = fetch_row(con, statements.TASK_REF_COUNT, [state.task_id])[0]
+    rows = con.execute(statements.CONTEXT_BY_SOURCE, [state.task_id]).fetchall()
     measured = tuple(sorted((str(src), int(total)) for src, total, _ in rows if total))
     state = replace(state, refs=int(refs), measured=measured)
     if state.budget_source == "estimate":

@@ -59,6 +59,7 @@ from osiris.engine.context import (
 from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store import statements
 from osiris.store.state import Clock, Store, Tx
 
 PLAN_MODES = ("start", "update", "resume", "status", "context", "memory")
@@ -386,8 +387,7 @@ class Engine:
                 # A task sees only refs it created or was handed: OSIRIS never tells an
                 # agent it has content that never reached it.
                 digest_of_ref(ref)
-                if tx.con.execute("SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?",
-                                  [task, ref]).fetchone() is None:
+                if tx.con.execute(statements.TASK_HOLDS_REF, [task, ref]).fetchone() is None:
                     raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
                                         "observed in this task nor handed to it")
             if principal is not None:
@@ -421,7 +421,7 @@ class Engine:
         task = check_task_id(task_id)
         with self.store.read() as con:
             authorize(con, task, principal)
-            row = con.execute("SELECT state FROM tasks WHERE task_id = ?", [task]).fetchone()
+            row = con.execute(statements.TASK_STATE, [task]).fetchone()
             assert row is not None
             return derived_counts(con, TaskState.from_dict(json.loads(row[0])),
                                   self.ctx.cost_model)
@@ -464,7 +464,7 @@ class Engine:
         with self.store.read() as con:
             if principal is not None:
                 self._check_ref_visible(con, ref, principal)
-            row = con.execute("SELECT media_type FROM refs WHERE ref = ?", [ref]).fetchone()
+            row = con.execute(statements.REF_MEDIA_TYPE, [ref]).fetchone()
         if row is None:
             raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
         return self.store.refs.get(ref), str(row[0])

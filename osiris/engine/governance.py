@@ -36,6 +36,7 @@ from osiris.engine.context import EngineContext, check_task_id, load_task, save_
 from osiris.engine.payloads import args_fingerprint, parse_args
 from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError
+from osiris.store import statements
 from osiris.store.state import Tx
 
 HISTORY_LIMIT = 300
@@ -46,10 +47,7 @@ MAX_FAILURES = 20
 
 def load_calls(tx: Tx, task_id: str) -> list[loopguard.CallRecord]:
     """The task's recent calls, oldest first."""
-    rows = tx.con.execute(
-        "SELECT seq, tool, args_hash, fingerprint, family, is_error, error_signature,"
-        " error_text, mutating, novel, ref, targets FROM calls WHERE task_id = ?"
-        " ORDER BY seq DESC LIMIT ?", [task_id, HISTORY_LIMIT]).fetchall()
+    rows = tx.con.execute(statements.RECENT_CALLS, [task_id, HISTORY_LIMIT]).fetchall()
     return [loopguard.CallRecord(seq=r[0], tool=r[1], args_hash=r[2], fingerprint=r[3],
                                  family=r[4], is_error=r[5], error_signature=r[6],
                                  error_text=r[7], mutating=r[8], novel=r[9], ref=r[10],
@@ -157,11 +155,11 @@ def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
     history = load_calls(tx, state.task_id)
     # Novel: a result never seen in this task, or an error never seen (new information).
     if signature is not None:
-        seen = tx.con.execute("SELECT 1 FROM calls WHERE task_id = ? AND error_signature = ?"
-                              " LIMIT 1", [state.task_id, signature.digest]).fetchone()
+        seen = tx.con.execute(statements.CALL_WITH_ERROR,
+                              [state.task_id, signature.digest]).fetchone()
     else:
-        seen = tx.con.execute("SELECT 1 FROM calls WHERE task_id = ? AND result_digest = ?"
-                              " LIMIT 1", [state.task_id, result_digest]).fetchone() \
+        seen = tx.con.execute(statements.CALL_WITH_RESULT,
+                              [state.task_id, result_digest]).fetchone() \
             if result_digest else None
     repeat = next((c for c in reversed(history) if c.fingerprint == fp), None)
     row = CallRow(tool, args_hash, family, fp, result_digest, ref, is_error,
@@ -191,9 +189,7 @@ def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
 def insert_call(tx: Tx, task_id: str, seq: int, row: CallRow) -> None:
     """Add a call to the task's history."""
     tx.con.execute(
-        "INSERT INTO calls (task_id, seq, ts_us, tool, args_hash, family, fingerprint,"
-        " result_digest, ref, is_error, error_signature, error_text, mutating, novel, targets,"
-        " paths) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        statements.CALL.sql,
         [task_id, seq, tx.now_us, row.tool, row.args_hash, row.family, row.fingerprint,
          row.result_digest, row.ref, row.is_error, row.error_signature, row.error_text,
          row.mutating, row.novel, "\t".join(row.targets), "\t".join(row.paths)])
@@ -208,10 +204,7 @@ def progress_row(seq: int) -> CallRow:
 def _record_failure(tx: Tx, state: TaskState, tool: str, args_hash: str, signature: str,
                     text: str) -> TaskState:
     tx.con.execute(
-        "INSERT INTO failures (task_id, signature, tool, last_args_hash, attempts, first_us,"
-        " last_us, error_text) VALUES (?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT (task_id, signature)"
-        " DO UPDATE SET attempts = failures.attempts + 1, last_us = excluded.last_us,"
-        " last_args_hash = excluded.last_args_hash, resolved = false",
+        statements.RECORD_FAILURE,
         [state.task_id, signature, tool, args_hash, tx.now_us, tx.now_us, text])
     attempts = next((f.attempts for f in state.failures if f.signature == signature), 0) + 1
     others = tuple(f for f in state.failures if f.signature != signature)

@@ -25,6 +25,7 @@ from osiris.engine.context import (
     save_task,
 )
 from osiris.errors import InvalidInputError, NotFoundError, PolicyError
+from osiris.store import statements
 from osiris.store.state import Tx
 
 HANDOFF_MODES = ("create", "accept", "complete", "status")
@@ -40,8 +41,7 @@ def authorize(tx: Tx, handoff_id: object, principal: str | None) -> None:
     row = _row(tx, handoff_id)
     if principal is None:
         return
-    owner = tx.con.execute("SELECT owner FROM tasks WHERE task_id = ?",
-                           [row["parent"]]).fetchone()
+    owner = tx.con.execute(statements.TASK_OWNER, [row["parent"]]).fetchone()
     if owner is None or owner[0] != principal:
         raise NotFoundError(f"handoff {row['handoff_id']!r} does not exist")
 
@@ -59,8 +59,7 @@ def _row(tx: Tx, handoff_id: object) -> dict[str, Any]:
 
 
 def _visible(tx: Tx, task_id: str, ref: str) -> bool:
-    return tx.con.execute("SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?",
-                          [task_id, ref]).fetchone() is not None
+    return tx.con.execute(statements.TASK_HOLDS_REF, [task_id, ref]).fetchone() is not None
 
 
 def create(ctx: EngineContext, tx: Tx, *, task_id: object, contract: object,

@@ -8,6 +8,7 @@ from osiris.core.hashing import canonical_json
 from osiris.core.memory import KINDS, SCOPES, MemoryEntry, parse_entry, scope_chain
 from osiris.core.task_state import TaskState
 from osiris.errors import InvalidInputError
+from osiris.store import statements
 from osiris.store.state import Tx
 
 MAX_RESULTS = 20
@@ -15,12 +16,11 @@ MAX_RESULTS = 20
 
 def put(tx: Tx, entry: MemoryEntry, task_id: str) -> bool:
     """Store an entry once; True when it is new."""
-    row = tx.con.execute("SELECT 1 FROM memory WHERE entry_id = ?", [entry.entry_id]).fetchone()
+    row = tx.con.execute(statements.MEMORY_EXISTS, [entry.entry_id]).fetchone()
     if row is not None:
         return False
     tx.con.execute(
-        "INSERT INTO memory (entry_id, scope, scope_id, kind, key, value, task_id, created_us)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        statements.MEMORY.sql,
         [entry.entry_id, entry.scope, entry.scope_id, entry.kind, entry.key,
          canonical_json(entry.value), task_id, tx.now_us])
     return True

@@ -22,6 +22,7 @@ from osiris.engine.context import EngineContext, derived_counts, save_task
 from osiris.engine.payloads import LedgerRow, store_payload
 from osiris.engine.planning import drift_between, pressure_of, sealed, shown_drift, sizes_of
 from osiris.errors import InvalidInputError
+from osiris.store import statements
 from osiris.store.state import Tx
 
 OBSERVE_KINDS = ("action", "result", "error", "dropped", "head", "contract", "file")
@@ -125,7 +126,7 @@ def observe_prompt_part(ctx: EngineContext, tx: Tx, state: TaskState, kind: str,
 
 
 def _idle_seconds(tx: Tx, task_id: str) -> float:
-    row = tx.con.execute("SELECT max(ts_us) FROM events WHERE task_id = ?", [task_id]).fetchone()
+    row = tx.con.execute(statements.LAST_EVENT_TS, [task_id]).fetchone()
     last = row[0] if row and row[0] is not None else tx.now_us
     return max(tx.now_us - int(last), 0) / 1e6
 

@@ -30,6 +30,7 @@ from osiris.core.task_state import FileRecord, TaskState, ToolResult
 from osiris.engine import memory
 from osiris.engine.context import EngineContext
 from osiris.errors import InvalidInputError, NotFoundError
+from osiris.store import statements
 from osiris.store.db import fetch_row
 from osiris.store.files import read_text_file
 from osiris.store.state import Tx
@@ -227,11 +228,9 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
                 return new, {**facts, "_call": call}, rows
 
     previous = tx.con.execute(
-        "SELECT ref, created_us, tokens FROM tool_results WHERE task_id = ? AND cache_key = ?",
-        [state.task_id, cache_key]).fetchone()
+        statements.TOOL_RESULT, [state.task_id, cache_key]).fetchone()
     if previous is not None:
-        tx.con.execute("UPDATE tool_results SET hits = hits + 1 WHERE task_id = ? AND"
-                       " cache_key = ?", [state.task_id, cache_key])
+        tx.con.execute(statements.TOOL_RESULT_HIT, [state.task_id, cache_key])
         ref, created_us, tokens = previous
         facts = {"duplicate": True, "ref": ref, "tokens": int(tokens),
                  "first_seen_us": int(created_us), "_call": call,
@@ -247,8 +246,7 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
                            path=str(file_info.path) if file_info else None, scrubbed=scrubbed)
     engagement = choose_engagement(stored.tokens, thresholds_of(ctx), fixed_mode)
     tx.con.execute(
-        "INSERT INTO tool_results (task_id, cache_key, tool, args_hash, ref, size_bytes, tokens,"
-        " ttl_s, created_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        statements.TOOL_RESULT_ROW.sql,
         [state.task_id, cache_key, tool, args_hash, stored.ref, stored.size_bytes,
          stored.tokens, ctx.settings.cache_ttl_s, tx.now_us])
     entry = ToolResult(cache_key, tool, args_hash, stored.ref, stored.size_bytes, stored.tokens,
@@ -340,8 +338,7 @@ def drop_receipt(ctx: EngineContext, tx: Tx, state: TaskState, result: object,
     rows: list[LedgerRow] = []
     proven_total = freed_total = 0
     for ref in refs:
-        held = tx.con.execute("SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?",
-                              [state.task_id, ref]).fetchone()
+        held = tx.con.execute(statements.TASK_HOLDS_REF, [state.task_id, ref]).fetchone()
         if held is None:
             raise NotFoundError(f"{ref} is not a ref of this task; only refs OSIRIS gave this "
                                 "task can be dropped")
@@ -367,13 +364,7 @@ def drop_receipt(ctx: EngineContext, tx: Tx, state: TaskState, result: object,
 
 def context_items(tx: Tx, task_id: str) -> list[ContextItem]:
     """Payloads (and head/contract texts) OSIRIS believes are still in the context."""
-    rows = tx.con.execute(
-        "SELECT ref, sum(context_tokens) AS tokens, min(ts_us) AS first_us,"
-        " arg_min(detail->>'kind', ts_us) AS kind, arg_min(detail->>'tool', ts_us) AS tool"
-        " FROM ledger WHERE task_id = ? AND ref IS NOT NULL"
-        " AND (kind LIKE 'payload.%' OR kind LIKE 'prompt.%' OR kind = 'drop_receipt')"
-        " GROUP BY ref HAVING sum(context_tokens) > 0 ORDER BY first_us, ref",
-        [task_id]).fetchall()
+    rows = tx.con.execute(statements.CONTEXT_ITEMS, [task_id]).fetchall()
     return [ContextItem(ref=r[0], tokens=int(r[1]), observed_us=int(r[2]), kind=str(r[3]),
                         tool=r[4]) for r in rows]
 

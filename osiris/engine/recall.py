@@ -9,6 +9,7 @@ from osiris.core import query, records
 from osiris.core.hashing import digest_of_ref
 from osiris.engine.context import EngineContext
 from osiris.errors import InvalidInputError
+from osiris.store import statements
 from osiris.store.state import Tx
 
 RECALL_OPS = ("grep", "range", "head", "tail", "outline", "aggregate", "jsonl")
@@ -39,7 +40,7 @@ def recall(ctx: EngineContext, tx: Tx, *, ref: object, op: str, pattern: object 
     assert bound is not None
     bound = min(bound, MAX_RECALL_TOKENS)
     data = ctx.store.refs.get(ref)  # verified; NotFoundError / IntegrityError otherwise
-    row = tx.con.execute("SELECT media_type FROM refs WHERE ref = ?", [ref]).fetchone()
+    row = tx.con.execute(statements.REF_MEDIA_TYPE, [ref]).fetchone()
     extension = mimetypes.guess_extension(row[0]) if row else None
     path_hint = f"payload{extension}" if extension and extension != ".txt" else None
     counter = ctx.counter

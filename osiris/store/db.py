@@ -156,6 +156,30 @@ class Database:
                     self.last_lock_held_s = self.last_write_held_s
 
     @contextlib.contextmanager
+    def hold(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The exclusive connection, this thread's alone, outside any transaction (the
+        store owner's write-behind begins and commits its own; :meth:`join` makes nested
+        :meth:`write` and :meth:`read` calls use the one it begins)."""
+        if not self.exclusive:
+            raise StoreError("Database.hold() needs an exclusive database")
+        if getattr(self._local, "reads", 0):
+            raise StoreError(_WRITE_IN_READ)
+        with self._mutex, self._connection(read_only=False) as con:
+            if not self._migrated:
+                self._apply_migrations(con)
+            began = time.perf_counter()
+            try:
+                yield con
+            finally:
+                self.last_write_held_s = self.last_lock_held_s = time.perf_counter() - began
+
+    def join(self, con: duckdb.DuckDBPyConnection | None) -> None:
+        """Inside :meth:`hold`: ``con`` is in a transaction that nested writes and reads
+        join (None: it ended)."""
+        self._current = con
+        self._local.after_commit = []
+
+    @contextlib.contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only connection, shared with other readers."""
         if self._current is not None:

@@ -45,6 +45,7 @@ from osiris.core.hashing import (
     canonical_json,
     journal_event_hash,
 )
+from osiris.store import statements
 from osiris.store.db import fetch_row
 from osiris.store.fsutil import atomic_write
 
@@ -101,11 +102,8 @@ def append_event(con: duckdb.DuckDBPyConnection, cursor: JournalCursor, *, ts_us
     text = canonical_json(body)
     seq = cursor.seq + 1
     digest = journal_event_hash(seq, ts_us, task_id, actor, kind, text, cursor.hash)
-    con.execute(
-        "INSERT INTO events (seq, ts_us, task_id, actor, kind, body, prev_hash, hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [seq, ts_us, task_id, actor, kind, text, cursor.hash, digest],
-    )
+    con.execute(statements.EVENT.sql,
+                [seq, ts_us, task_id, actor, kind, text, cursor.hash, digest])
     event = JournalEvent(seq, ts_us, task_id, actor, kind, text, cursor.hash, digest)
     cursor.seq, cursor.hash = seq, digest
     cursor.appended.append(event)

@@ -231,4 +231,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         "INSERT INTO journal_chain SELECT 2, coalesce(max(seq), 0) + 1,"
         " epoch_us(current_timestamp) FROM events",
     )),
+    Migration("0010_owner_log", (
+        # How far the store owner's log (osiris.store.owner_log) is applied: the owner
+        # acknowledges a call once its log record is on disk and writes the rows here
+        # later, in batches; whoever opens the store next applies the records after this.
+        """CREATE TABLE owner_log (
+            id INTEGER PRIMARY KEY,
+            applied_lsn BIGINT NOT NULL
+        )""",
+        "INSERT INTO owner_log VALUES (1, 0)",
+    )),
 )

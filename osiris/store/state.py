@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -20,10 +21,13 @@ import duckdb
 
 from osiris.config import Settings
 from osiris.core.hashing import canonical_json, sha256_hex
-from osiris.errors import NotFoundError, StoreError
-from osiris.store import journal
+from osiris.errors import NotFoundError, OsirisError, StoreError
+from osiris.store import journal, owner_log, statements
 from osiris.store.db import Database
 from osiris.store.refs import RefStore
+from osiris.store.write_behind import FLUSH_ROWS, DeferredConnection, WriteBehind
+
+log = logging.getLogger(__name__)
 
 
 class Clock(Protocol):
@@ -78,11 +82,9 @@ class Tx:
         """Create a task row."""
         text = canonical_json(state)
         self.con.execute(
-            "INSERT INTO tasks (task_id, created_us, updated_us, objective, project_id,"
-            " agent_id, parent_task_id, status, state, state_hash, owner)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)",
+            statements.TASK.sql,
             [task_id, self.now_us, self.now_us, objective, project_id, agent_id, parent_task_id,
-             text, sha256_hex(text), owner],
+             "active", text, sha256_hex(text), owner],
         )
 
     def update_task(self, task_id: str, state: dict[str, Any], status: str | None = None,
@@ -91,34 +93,24 @@ class Tx:
         state's hash (what ``TaskState.state_hash`` gives)."""
         text = canonical_json(state)
         digest = sha256_hex(text)
-        self.con.execute(
-            "UPDATE tasks SET state = ?, state_hash = ?, updated_us = ?,"
-            " status = coalesce(?, status) WHERE task_id = ?",
-            [text, digest, self.now_us, status, task_id],
-        )
+        self.con.execute(statements.UPDATE_TASK_STATE,
+                         [text, digest, self.now_us, status, task_id])
         return digest
 
     def record_ref(self, ref: str, *, size_bytes: int, tokens: int, encoding: str,
                    media_type: str, redaction_version: str | None, redactions: int) -> bool:
         """Record blob metadata once; True when the ref is new to the database."""
-        row = self.con.execute("SELECT 1 FROM refs WHERE ref = ?", [ref]).fetchone()
+        row = self.con.execute(statements.REF_EXISTS, [ref]).fetchone()
         if row is not None:
             return False
-        self.con.execute(
-            "INSERT INTO refs (ref, size_bytes, tokens, encoding, media_type, created_us,"
-            " redaction_version, redactions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [ref, size_bytes, tokens, encoding, media_type, self.now_us, redaction_version,
-             redactions],
-        )
+        self.con.execute(statements.REF.sql,
+                         [ref, size_bytes, tokens, encoding, media_type, self.now_us,
+                          redaction_version, redactions])
         return True
 
     def link_ref(self, task_id: str, ref: str, via: str) -> None:
         """Make ``ref`` visible to ``task_id`` (idempotent)."""
-        self.con.execute(
-            "INSERT INTO task_refs (task_id, ref, created_us, via) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
-            [task_id, ref, self.now_us, via],
-        )
+        self.con.execute(statements.TASK_REF.sql, [task_id, ref, self.now_us, via])
 
     def ledger(self, *, kind: str, task_id: str | None, event_seq: int | None,
                encoding: str, tokens: int = 0, ref: str | None = None,
@@ -127,9 +119,7 @@ class Tx:
                context_tokens: int = 0, detail: dict[str, Any] | None = None) -> None:
         """Append a ledger row."""
         self.con.execute(
-            "INSERT INTO ledger (ts_us, task_id, event_seq, kind, ref, tokens, encoding,"
-            " saved_claimed, saved_proven, overhead_tokens, cost_model, cost_usd,"
-            " context_tokens, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            statements.LEDGER.sql,
             [self.now_us, task_id, event_seq, kind, ref, tokens, encoding, saved_claimed,
              saved_proven, overhead_tokens, cost_model, cost_usd, context_tokens,
              canonical_json(detail or {})],
@@ -152,9 +142,7 @@ class Tx:
                      estimated_prompt_tokens: int | None, raw: dict[str, Any]) -> None:
         """Store provider-reported usage (ground truth) beside OSIRIS's estimate."""
         self.con.execute(
-            "INSERT INTO usage_reports (ts_us, task_id, event_seq, provider, prompt_tokens,"
-            " cache_read_tokens, cache_write_tokens, output_tokens, estimated_prompt_tokens,"
-            " raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            statements.USAGE_REPORT.sql,
             [self.now_us, task_id, event_seq, provider, prompt_tokens, cache_read_tokens,
              cache_write_tokens, output_tokens, estimated_prompt_tokens, canonical_json(raw)],
         )
@@ -176,13 +164,15 @@ class Store:
 
     def __init__(self, settings: Settings, *, exclusive: bool = False,
                  clock: Clock | None = None, create: bool = True,
-                 sole_writer: bool = False) -> None:
+                 sole_writer: bool = False, write_behind: bool = False) -> None:
         """``create=False`` (read-only commands): open an existing home or raise
         NotFoundError, creating no directory or file; the default creates the home
         (the directory now, the database at the first read or write). ``sole_writer``
         (with ``exclusive``; the store owner): every event is appended through
         :meth:`Tx.event`, so the store keeps the journal head instead of reading it at
-        the start of each transaction."""
+        the start of each transaction. ``write_behind`` (with both; the store owner):
+        hooked tool calls are answered from memory and logged, their rows written to
+        DuckDB later in batches (:mod:`osiris.store.write_behind`)."""
         self.settings = settings
         self.home = settings.home
         if create:
@@ -203,6 +193,7 @@ class Store:
         #: The journal's last committed (seq, hash), kept by a sole writer.
         self._sole_writer = sole_writer and exclusive
         self._head: tuple[int, str] | None = None
+        self.behind = WriteBehind(self.home) if write_behind and self._sole_writer else None
         journal.remove_stale_temp_files(self.home)
 
     @contextlib.contextmanager
@@ -219,24 +210,29 @@ class Store:
         if outer is not None:
             yield outer
             return
+        if self.behind is not None:
+            with self._deferred_transaction(actor) as tx:
+                yield tx
+            return
         holder: list[Tx] = []
+
+        replaying = owner_log.has_records(self.home)
 
         def advance_witness() -> None:
             cursor = holder[0]._cursor
             if self._sole_writer:  # committed: the next transaction starts from here
                 self._head = (cursor.seq, cursor.hash)
-            if cursor.appended:
-                try:
-                    journal.write_witness(self.home, cursor.seq, cursor.hash)
-                except OSError as exc:
-                    raise StoreError(
-                        f"the journal witness {self.home / journal.WITNESS_NAME} could not "
-                        f"be updated to event {cursor.seq} ({exc}); it lags behind the "
-                        "journal until the next commit (osiris audit reports the lag)"
-                    ) from exc
+            if cursor.appended or replaying:
+                self._write_witness(cursor)
 
-        with self.db.write(on_commit=advance_witness) as con:
-            head = self._head if self._sole_writer else None
+        def empty_owner_log() -> None:
+            advance_witness()
+            owner_log.OwnerLog(self.home).truncate()
+
+        with self.db.write(on_commit=empty_owner_log if replaying else advance_witness) as con:
+            if replaying:  # an owner died with acknowledged calls not yet written here
+                owner_log.replay(con, self.home)
+            head = self._head if self._sole_writer and not replaying else None
             cursor = journal.JournalCursor(*head) if head else journal.read_tail(con)
             tx = Tx(con, cursor, self.clock, actor)
             holder.append(tx)
@@ -247,8 +243,76 @@ class Store:
                 self._local.tx = None
 
     @contextlib.contextmanager
+    def _deferred_transaction(self, actor: str) -> Iterator[Tx]:
+        """The owner's transaction: hot statements from memory, durable in the owner log
+        at commit; anything else continues on DuckDB (see osiris.store.write_behind)."""
+        behind = self.behind
+        assert behind is not None
+        with self.db.hold() as con:
+            if not behind.recovered:
+                behind.recover(con)
+            if self._head is None:
+                behind.flush(con)
+                tail = journal.read_tail(con)
+                self._head = (tail.seq, tail.hash)
+            cursor = journal.JournalCursor(*self._head)
+            deferred = DeferredConnection(behind, con, self.db.join)
+            tx = Tx(deferred, cursor, self.clock, actor)  # type: ignore[arg-type]
+            self._local.tx = tx
+            try:
+                yield tx
+                head = (cursor.seq, cursor.hash) if cursor.appended else None
+                on_duckdb = deferred.commit(head)
+            except BaseException:
+                deferred.rollback()
+                raise
+            finally:
+                self._local.tx = None
+            self._head = (cursor.seq, cursor.hash)
+            if on_duckdb and cursor.appended:
+                self._write_witness(cursor)
+            if len(behind.pending) >= FLUSH_ROWS:
+                behind.flush(con)
+
+    def _write_witness(self, cursor: journal.JournalCursor) -> None:
+        try:
+            journal.write_witness(self.home, cursor.seq, cursor.hash)
+        except OSError as exc:
+            raise StoreError(
+                f"the journal witness {self.home / journal.WITNESS_NAME} could not "
+                f"be updated to event {cursor.seq} ({exc}); it lags behind the "
+                "journal until the next commit (osiris audit reports the lag)"
+            ) from exc
+
+    def flush(self, age_s: float = 0.0) -> bool:
+        """The owner: write deferred rows that waited ``age_s`` to DuckDB; True if any."""
+        behind = self.behind
+        if behind is None or not behind.due(age_s):
+            return False
+        with self.db.hold() as con:
+            behind.flush(con)
+        return True
+
+    @contextlib.contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-only connection (shared with other readers)."""
+        """A read-only connection (shared with other readers). It sees every call
+        acknowledged before it: the owner flushes its deferred rows first, and a process
+        opening the file after an owner died applies the owner log first."""
+        tx: Tx | None = getattr(self._local, "tx", None)
+        if self.behind is not None:
+            if tx is not None and isinstance(tx.con, DeferredConnection):
+                tx.con.go_slow()
+            else:
+                with self.db.hold() as con:
+                    self.behind.flush(con)
+        elif tx is None and owner_log.has_records(self.home):
+            try:
+                with self.transaction():
+                    pass  # applies the log
+            except OsirisError as exc:  # a read-only home: read what the file holds
+                log.warning("the owner log of %s could not be applied (%s): calls an owner "
+                            "acknowledged before it stopped are not in this read", self.home,
+                            exc)
         with self.db.read() as con:
             yield con
 
@@ -280,5 +344,13 @@ class Store:
         return record
 
     def close(self) -> None:
-        """Release held resources (the exclusive connection, if any)."""
+        """Release held resources (the exclusive connection, if any); the owner writes
+        its deferred rows first."""
+        if self.behind is not None:
+            try:
+                if self.behind.pending:
+                    with self.db.hold() as con:
+                        self.behind.flush(con)
+            finally:
+                self.behind.close()
         self.db.close()

@@ -1,0 +1,224 @@
+"""The store owner's log: calls acknowledged before their rows reach DuckDB.
+
+The store owner (:mod:`osiris.owner`) answers a hooked tool call from memory
+(:mod:`osiris.store.write_behind`) and appends the call's writes here, one line per
+transaction, ``fdatasync``'d before it replies. A flush later writes the rows of many
+calls to DuckDB in one transaction (:func:`apply`), records the number of the last
+record applied in table ``owner_log`` in that same transaction, and empties the file.
+
+After a crash, whoever opens the store for writing next (the next owner, or a process
+that opens the file directly) first applies the records numbered after
+``owner_log.applied_lsn`` (:func:`replay`): an acknowledged call is never lost, and no
+record is applied twice.
+
+A line is ``<crc32 hex> <json>\\n`` with json ``[lsn, [[sql, params], ...]]``. A torn
+last line (no newline, bad checksum, bad JSON) was never acknowledged: reading stops
+there.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from osiris.errors import StoreError
+from osiris.store import statements
+
+log = logging.getLogger(__name__)
+
+LOG_NAME = "owner-log.jsonl"
+"""File name of the owner's log in the home."""
+
+Statement = tuple[str, list[Any]]
+
+
+def log_path(home: Path) -> Path:
+    """Where a home's owner log lives."""
+    return home / LOG_NAME
+
+
+def has_records(home: Path) -> bool:
+    """True when the home's owner log holds anything (one ``stat``)."""
+    try:
+        return os.stat(log_path(home)).st_size > 0
+    except OSError:
+        return False
+
+
+class OwnerLog:
+    """The append-only file, held open by the owner."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = log_path(home)
+        self._fd: int | None = None
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return self._fd
+
+    def append(self, lsn: int, records: list[Statement]) -> None:
+        """Write one transaction's statements and wait until they are on disk."""
+        text = json.dumps([lsn, records], separators=(",", ":"), ensure_ascii=False)
+        data = f"{zlib.crc32(text.encode()):08x} {text}\n".encode()
+        try:
+            fd = self._open()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fdatasync(fd)
+        except OSError as exc:
+            raise StoreError(
+                f"the owner log {self.path} could not be written ({exc.strerror or exc}): "
+                "the call was not recorded; free disk space or check the home's "
+                "permissions") from exc
+
+    def truncate(self) -> None:
+        """Empty the file (every record in it is applied to DuckDB)."""
+        try:
+            fd = self._open()
+            os.ftruncate(fd, 0)
+            os.fsync(fd)
+        except OSError as exc:  # the applied records stay and are skipped by number
+            log.warning("could not empty the owner log %s: %s", self.path, exc)
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+def read_records(path: Path) -> list[tuple[int, list[Statement]]]:
+    """Every complete record of the file, in order (a torn tail is dropped)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    records: list[tuple[int, list[Statement]]] = []
+    for line in data.split(b"\n")[:-1]:  # the last piece has no newline: torn or empty
+        crc, _, text = line.partition(b" ")
+        try:
+            if int(crc, 16) != zlib.crc32(text):
+                break
+            lsn, items = json.loads(text)
+        except ValueError:
+            break
+        records.append((int(lsn), [(str(sql), list(params)) for sql, params in items]))
+    return records
+
+
+def applied_lsn(con: duckdb.DuckDBPyConnection) -> int:
+    """Number of the last owner-log record already in the database."""
+    # fetchall, here and in osiris.store.write_behind: a result left half-read makes
+    # DuckDB refuse the register() of the next batch.
+    rows = con.execute("SELECT applied_lsn FROM owner_log WHERE id = 1").fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def replay(con: duckdb.DuckDBPyConnection, home: Path) -> tuple[int, tuple[int, str] | None]:
+    """Apply the records not yet in the database, inside the caller's transaction;
+    return how many and the journal head they end on (None without events). The caller
+    empties the file after its COMMIT."""
+    records = read_records(log_path(home))
+    done = applied_lsn(con)
+    todo = [(lsn, items) for lsn, items in records if lsn > done]
+    if not todo:
+        return 0, None
+    head = apply(con, [item for _, items in todo for item in items])
+    con.execute("UPDATE owner_log SET applied_lsn = ? WHERE id = 1", [todo[-1][0]])
+    log.warning("applied %d owner-log records of %s left by an owner that stopped "
+                "without flushing", len(todo), home)
+    return len(todo), head
+
+
+def apply(con: duckdb.DuckDBPyConnection,
+          items: list[Statement]) -> tuple[int, str] | None:
+    """Write deferred statements, in batches per table (inside the caller's transaction);
+    return the last journal event's (seq, hash), or None.
+
+    Rows are inserted table by table (no table refers to another), the task updates
+    collapse to each task's last one, and cache hits add up; a statement this module
+    does not know makes the whole list run one statement at a time, in order."""
+    head = _head_of(items)
+    known = all(sql in statements.INSERTS or sql in _UPDATES or sql in statements.WRITE_ONLY
+                for sql, _ in items)
+    if not known:
+        for sql, params in items:
+            con.execute(sql, params)
+        return head
+    rows: dict[str, list[list[Any]]] = {}
+    tasks: dict[str, list[Any]] = {}
+    hits: collections.Counter[tuple[str, str]] = collections.Counter()
+    in_order: list[Statement] = []
+    for sql, params in items:
+        if sql in statements.INSERTS:
+            rows.setdefault(sql, []).append(params)
+        elif sql in statements.WRITE_ONLY:
+            in_order.append((sql, params))
+        elif sql == statements.UPDATE_TASK_STATE:
+            state, digest, updated_us, status, task_id = params
+            before = tasks.get(task_id)
+            kept = status if status is not None else (before[3] if before else None)
+            tasks[task_id] = [state, digest, updated_us, kept]
+        else:
+            hits[(params[0], params[1])] += 1
+    for sql, batch in rows.items():
+        _insert(con, statements.INSERTS[sql], batch)
+    for task_id, (state, digest, updated_us, status) in tasks.items():
+        con.execute(statements.UPDATE_TASK_STATE, [state, digest, updated_us, status, task_id])
+    for (task_id, key), count in hits.items():
+        con.execute("UPDATE tool_results SET hits = hits + ? WHERE task_id = ? AND"
+                    " cache_key = ?", [count, task_id, key])
+    for sql, params in in_order:
+        con.execute(sql, params)
+    return head
+
+
+_UPDATES = (statements.UPDATE_TASK_STATE, statements.TOOL_RESULT_HIT)
+
+
+def _head_of(items: list[Statement]) -> tuple[int, str] | None:
+    for sql, params in reversed(items):
+        if sql == statements.EVENT.sql:
+            return int(params[0]), str(params[7])
+    return None
+
+
+def _insert(con: duckdb.DuckDBPyConnection, spec: statements.Insert,
+            batch: list[list[Any]]) -> None:
+    if spec.ignore_conflict_on is not None:  # the first of two rows with one key wins
+        seen: set[tuple[Any, ...]] = set()
+        unique = []
+        for row in batch:
+            key = tuple(row[i] for i in spec.ignore_conflict_on)
+            if key not in seen:
+                seen.add(key)
+                unique.append(row)
+        batch = unique
+    if len(batch) == 1:
+        con.execute(spec.sql, batch[0])
+        return
+    import pyarrow as pa
+
+    try:
+        table = pa.table({name: pa.array([row[i] for row in batch])
+                          for i, name in enumerate(spec.columns)})
+    except (pa.ArrowException, TypeError, ValueError):  # mixed types: row by row
+        con.executemany(spec.sql, batch)
+        return
+    verb = "INSERT OR IGNORE" if spec.ignore_conflict_on is not None else "INSERT"
+    # DuckDB finds the Arrow table by this local's name (a replacement scan); register()
+    # would refuse to run while a caller's earlier result is still half-read.
+    osiris_owner_batch = table  # noqa: F841
+    con.execute(f"{verb} INTO {spec.table} ({', '.join(spec.columns)})"  # noqa: S608
+                " SELECT * FROM osiris_owner_batch")

@@ -1,0 +1,274 @@
+"""Write-behind (osiris.store.write_behind, osiris.store.owner_log): the store owner's
+calls answered from memory must be indistinguishable from calls run on DuckDB, and an
+acknowledged call must survive the process that acknowledged it.
+
+Real engines on real DuckDB files; the crash is a real SIGKILL of a real process."""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from osiris.config import Settings
+from osiris.engine.facade import Engine
+from osiris.store import journal, owner_log
+from osiris.store.db import ask_owner_to_release
+from osiris.store.state import Store
+from tests.conftest import run_cli
+
+TABLES = ("events", "ledger", "calls", "tasks", "refs", "task_refs", "tool_results",
+          "client_sessions", "failures")
+HEAD = "You are a coding agent working in a monorepo. Follow the rules.\n" * 40
+
+
+class StepClock:
+    """A clock that advances 1 ms per reading: two runs see the same times."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000_000_000
+
+    def now_us(self) -> int:
+        self.now += 1000
+        return self.now
+
+
+def _engine(home: Path, *, write_behind: bool) -> Engine:
+    settings = Settings(home=home)
+    store = Store(settings, exclusive=True, sole_writer=True, write_behind=write_behind,
+                  clock=StepClock())
+    ids = (f"t_{n:04d}" for n in itertools.count())
+    return Engine(settings, store=store, task_ids=lambda: next(ids))
+
+
+def _session(engine: Engine, workspace: Path) -> list[Any]:
+    """A client session's calls: hooks of three sessions (repeats, failing tests, big
+    reads), plain calls on a planned task, status reads and recalls in between."""
+    big = workspace / "big.py"
+    answers: list[Any] = []
+    task = engine.plan("start", objective="compare", steps=["a", "b"])["task_id"]
+    for i in range(36):
+        session, cwd = f"session:s{i % 3}", str(workspace)
+        command = {"command": f"ls {i % 5}"}
+        answers.append(engine.precheck(session, "Bash", args=command,
+                                       client_format="claude-code", cwd=cwd))
+        answers.append(engine.observe(session, "result", tool="Bash", args=command,
+                                      result=f"run {i % 5}\n" + HEAD * 4,
+                                      client_format="claude-code", cwd=cwd))
+        if i % 4 == 0:
+            answers.append(engine.observe(session, "error", tool="Bash",
+                                          args={"command": "pytest"},
+                                          result="FAILED test_x - AssertionError\n" * 3,
+                                          client_format="claude-code", cwd=cwd))
+        if i % 7 == 0:
+            read = {"file_path": str(big)}
+            answers.append(engine.precheck(session, "Read", args=read,
+                                           client_format="claude-code", cwd=cwd))
+            answers.append(engine.observe(session, "result", tool="Read", args=read,
+                                          result=big.read_text(), client_format="claude-code",
+                                          cwd=cwd))
+        answers.append(engine.precheck(task, "Bash", args={"command": f"git status {i}"}))
+        stored = engine.observe(task, "result", tool="Bash", args={"i": i % 6},
+                                result=f"out {i % 6}\n" + HEAD * (i % 3 + 1))
+        answers.append(stored)
+        if i % 10 == 5:
+            answers.append(engine.plan("status", task_id=task))
+            answers.append(engine.recall(stored["ref"], "grep", pattern="out"))
+    return answers
+
+
+def _tables(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+    out = {}
+    with engine.store.read() as con:
+        for name in TABLES:
+            columns = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall() if r[0] != "id"]
+            out[name] = con.execute(f"SELECT {', '.join(columns)} FROM {name}"
+                                    " ORDER BY ALL").fetchall()
+    return out
+
+
+def test_calls_answered_from_memory_equal_calls_run_on_duckdb(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "big.py").write_text("x = 1\n" * 3000)
+    runs = {}
+    for mode in (False, True):
+        engine = _engine(tmp_path / f"home-{mode}", write_behind=mode)
+        answers = _session(engine, workspace)
+        runs[mode] = (answers, _tables(engine), engine.store.behind)
+        engine.close()
+    direct, behind = runs[False], runs[True]
+    assert len(direct[0]) == len(behind[0]) > 150
+    for n, (a, b) in enumerate(zip(direct[0], behind[0], strict=True)):
+        assert a == b, f"answer {n} differs"
+    for name in TABLES:
+        assert direct[1][name] == behind[1][name], f"table {name} differs"
+        assert name == "failures" or direct[1][name], name
+    stats = behind[2]
+    assert stats is not None and stats.flushes > 0
+    # Only the task creations (plan start, three sessions' first sight) and the recall's
+    # media-type lookup left memory; every hook call was answered there.
+    assert sum(stats.slow_reasons.values()) <= 4 + 4, stats.slow_reasons
+
+
+def test_steady_state_hook_calls_touch_no_duckdb_until_the_flush(tmp_path: Path) -> None:
+    engine = _engine(tmp_path / "home", write_behind=True)
+    behind = engine.store.behind
+    assert behind is not None
+    args = {"command": "ls"}
+    for i in range(3):  # first sight of the session and its first calls
+        engine.precheck("session:warm", "Bash", args=args, client_format="claude-code")
+        engine.observe("session:warm", "result", tool="Bash", args=args,
+                       result=f"{i}\n" + HEAD, client_format="claude-code")
+    engine.store.flush()
+    loads, slow, flushes = behind.cache.loads, sum(behind.slow_reasons.values()), \
+        behind.flushes
+    for i in range(30):
+        engine.precheck("session:warm", "Bash", args={"command": f"ls {i}"},
+                        client_format="claude-code")
+        engine.observe("session:warm", "result", tool="Bash", args={"command": f"ls {i}"},
+                       result=f"{i}\n" + HEAD, client_format="claude-code")
+    assert (behind.cache.loads, sum(behind.slow_reasons.values()), behind.flushes) == \
+        (loads, slow, flushes)
+    assert len(owner_log.read_records(behind.log.path)) == 60  # one record per call
+    with engine.store.read() as con:  # a read flushes first: it sees all 60 calls
+        calls = con.execute("SELECT count(*) FROM calls").fetchall()[0][0]
+    assert calls == 33
+    assert owner_log.read_records(behind.log.path) == []
+    engine.close()
+
+
+_WRITER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from osiris.config import Settings
+    from osiris.engine.facade import Engine
+    from osiris.store.state import Store
+    settings = Settings(home=Path(sys.argv[1]))
+    store = Store(settings, exclusive=True, sole_writer=True, write_behind=True)
+    engine = Engine(settings, store=store)
+    task = engine.plan("start", objective="crash")["task_id"]
+    for n in range(int(sys.argv[2])):
+        answer = engine.observe(task, "result", tool="Bash", args={"n": n},
+                                result=f"output {n}\\n" + "line\\n" * 400)
+        print(json.dumps({"task_id": task, "ref": answer["ref"], "seq": n}), flush=True)
+    print("done", flush=True)
+    sys.stdin.read()  # wait here, rows unflushed, until killed
+""")
+
+
+def _crash_after(home: Path, calls: int) -> list[dict[str, Any]]:
+    """Run a write-behind engine for ``calls`` observes, then SIGKILL it."""
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(home), str(calls)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    acked = []
+    for line in proc.stdout:
+        if line.strip() == "done":
+            break
+        acked.append(json.loads(line))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    assert proc.stdin is not None
+    proc.stdin.close()
+    return acked
+
+
+def test_a_killed_writer_loses_no_acknowledged_call_and_a_torn_tail_is_ignored(
+        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    acked = _crash_after(home, 12)
+    assert len(acked) == 12
+    log = owner_log.log_path(home)
+    records = owner_log.read_records(log)
+    assert records, "the killed writer left its acknowledged calls in the log"
+    with log.open("ab") as f:  # a record cut off by the crash: never acknowledged
+        f.write(b'0badc0de [99999,[["INSERT INTO events (seq) VALUES (?)",[1]]')
+    assert owner_log.read_records(log) == records
+    # A process opening the file directly (no owner) applies the log before reading.
+    store = Store(Settings(home=home), create=False)
+    with store.read() as con:
+        refs = {r[0] for r in con.execute("SELECT ref FROM task_refs").fetchall()}
+        chain = journal.verify_chain(con, home)
+        lsn = owner_log.applied_lsn(con)
+    store.close()
+    assert {a["ref"] for a in acked} <= refs
+    assert chain.ok, chain
+    assert lsn == records[-1][0]
+    assert not owner_log.has_records(home)  # emptied once applied
+
+
+def test_records_are_applied_once_even_when_the_log_was_not_emptied(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _crash_after(home, 5)
+    kept = owner_log.log_path(home).read_bytes()
+    engine = Engine(Settings(home=home))  # a direct writer applies the log
+    with engine.store.read() as con:
+        events = con.execute("SELECT count(*) FROM events").fetchall()[0][0]
+    # The same records again (a crash between the COMMIT and emptying the file):
+    # their numbers are at or below applied_lsn, so they are skipped.
+    owner_log.log_path(home).write_bytes(kept)
+    with engine.store.read() as con:
+        again = con.execute("SELECT count(*) FROM events").fetchall()[0][0]
+        chain = journal.verify_chain(con, home)
+    engine.close()
+    assert events == again > 5
+    assert chain.ok, chain
+
+
+def _release_and_wait(home: Path) -> None:
+    """Ask the owner to exit and wait until it has (it flushes, then frees owner.lock)."""
+    ask_owner_to_release(home)
+    deadline = time.monotonic() + 20
+    with (home / "owner.lock").open("a") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the owner did not exit"
+                time.sleep(0.02)
+                continue
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            return
+
+
+def test_a_witness_the_flush_cannot_write_is_reported_and_repaired(osiris_home: Path) -> None:
+    post = {"session_id": "s-wb", "cwd": "/tmp", "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "a\nb\n", "stderr": "", "exit_code": 0}}
+    first = run_cli("hook", "claude-code", "post-tool-use", stdin=json.dumps(post))
+    assert first.returncode == 0, first.stderr
+    _release_and_wait(osiris_home)  # the owner flushes and exits: the witness is there
+    witness = osiris_home / journal.WITNESS_NAME
+    witness.unlink()
+    witness.mkdir()  # it cannot be replaced now
+    second = run_cli("hook", "claude-code", "post-tool-use",
+                     stdin=json.dumps({**post, "tool_use_id": "toolu_2"}))
+    assert second.returncode == 0 and "skipped" not in second.stderr, second.stderr
+    _release_and_wait(osiris_home)  # its flush cannot move the witness
+    logged = (osiris_home / "owner.log").read_text()
+    assert "journal witness" in logged and "could not advance" in logged
+    audit = run_cli("audit")
+    assert audit.returncode != 0  # not hidden: the audit fails on the witness
+    witness.rmdir()
+    third = run_cli("hook", "claude-code", "post-tool-use",
+                    stdin=json.dumps({**post, "tool_use_id": "toolu_3"}))
+    assert third.returncode == 0, third.stderr
+    _release_and_wait(osiris_home)  # the next flush writes the witness again
+    store = Store(Settings(home=osiris_home), create=False)
+    with store.read() as con:
+        chain = journal.verify_chain(con, osiris_home)
+        observed = con.execute("SELECT count(*) FROM events WHERE kind = 'observe.result'"
+                               ).fetchall()[0][0]
+    store.close()
+    assert chain.ok, chain
+    assert observed == 3  # every call is in the journal
