@@ -73,7 +73,7 @@ ENGINE_METHODS = frozenset({
     "manifest_view", "status_view", "resume_view", "ref_bytes", "compacted",
     "route_output", "instructions"})
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
-FLUSH_AFTER_S = 0.05
+FLUSH_AFTER_S = 0.25
 """Deferred rows wait at most about this long before the owner writes them to DuckDB."""
 
 

@@ -319,6 +319,21 @@ _SIGNS = {
     "markdown": _re(r"^(?:#{1,6}\s+\S|\s*[-*]\s+\S|```|\|.*\|\s*$)"),
 }
 
+_SIGN_NAMES = tuple(_SIGNS)
+
+
+def _sign_set() -> Any:
+    """Every language's signs in one RE2 set: one call per line finds them all (the
+    same answers as matching each pattern in turn, at a sixth of the calls)."""
+    signs = re2.Set.MatchSet(line_options())
+    for regex in _SIGNS.values():
+        signs.Add(regex.pattern)
+    signs.Compile()
+    return signs
+
+
+_SIGN_SET = _sign_set()
+
 
 def detect_language(text: str, path: str | None = None) -> str | None:
     """The outline language of a payload: by ``path`` extension, else by its content."""
@@ -335,8 +350,8 @@ def detect_language(text: str, path: str | None = None) -> str | None:
             pass
         else:
             return "json"
-    scores = Counter(lang for line in lines[:500] for lang, regex in _SIGNS.items()
-                     if regex.match(line))
+    scores = Counter(_SIGN_NAMES[i] for line in lines[:500]
+                     for i in _SIGN_SET.Match(line) or ())
     if scores["typescript"]:  # TypeScript is JavaScript with types: pool the evidence
         scores["typescript"] += scores.pop("javascript", 0)
     best = max(scores.items(), key=lambda item: item[1], default=None)

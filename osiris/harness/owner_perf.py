@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from osiris.config import Settings, process_environment
 from osiris.harness.owner_load import kill_owners, spawn_observer, verify
 from osiris.harness.stats import median, ms, percentile
+from osiris.owner import FLUSH_AFTER_S
 from osiris.store.db import ask_owner_to_release
 
 if TYPE_CHECKING:
@@ -401,8 +402,9 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
         "(`osiris/owner.py`) holds the database open and serves every process of the home "
         "over its socket, and answers the statements of a hooked tool call from memory "
         "(write-behind, `osiris/store/write_behind.py`): a call is acknowledged once its "
-        "writes are in the owner's fsync'd log, and the rows reach DuckDB in batches about "
-        "50 ms later. Both measured here, one after the other.",
+        "writes are in the owner's fsync'd log, and the rows reach DuckDB in batches once "
+        f"they have waited {FLUSH_AFTER_S * 1000:.0f} ms (or a read needs them). Both "
+        "measured here, one after the other.",
         "",
         f"### Engine operations, in process ({n} rounds)",
         "",

@@ -205,8 +205,9 @@ def _insert(con: duckdb.DuckDBPyConnection, spec: statements.Insert,
                 seen.add(key)
                 unique.append(row)
         batch = unique
-    if len(batch) == 1:
-        con.execute(spec.sql, batch[0])
+    if len(batch) <= 3:  # an Arrow insert costs about as much as three single rows
+        for row in batch:
+            con.execute(spec.sql, row)
         return
     import pyarrow as pa
 

@@ -148,8 +148,11 @@ class HotCache:
         self.refs: dict[str, Any] = {}
         self.memory: set[str] = set()
         self.sessions: dict[str, str] = {}
+        self.task_ids: set[str] = set()
         #: Tasks inserted since the last flush (a task id must never be inserted twice).
         self.created: set[str] = set()
+        #: Keyed tables read whole into the sets above (a miss there is then an answer).
+        self.complete: set[str] = set()
         #: Loads from DuckDB and drops, for the benchmark and the tests.
         self.loads = 0
         self.drops = 0
@@ -159,7 +162,9 @@ class HotCache:
         self.tasks.clear()
         self.refs.clear()
         self.memory.clear()
+        self.task_ids.clear()
         self.sessions.clear()
+        self.complete.clear()
         self.drops += 1
 
     def trim(self) -> bool:
@@ -167,7 +172,7 @@ class HotCache:
         True when the keyed sets grew too big and need a reset."""
         while len(self.tasks) > MAX_TASKS:
             self.tasks.popitem(last=False)
-        return len(self.refs) + len(self.memory) > MAX_REFS
+        return len(self.refs) + len(self.memory) + len(self.task_ids) > 3 * MAX_REFS
 
 
 class DeferredConnection:
@@ -321,14 +326,33 @@ def _context_items(hot: TaskHot, p: list[Any]) -> Rows:
     return Rows(rows)
 
 
-def _known(dc: DeferredConnection, table: dict[str, Any] | set[str], sql: str,
+_WHOLE = {"refs": "SELECT ref, media_type FROM refs", "memory": "SELECT entry_id FROM memory",
+          "tasks": "SELECT task_id FROM tasks"}
+
+
+def _known(dc: DeferredConnection, name: str, table: dict[str, Any] | set[str], sql: str,
            key: Any) -> tuple[bool, Any]:
-    """Whether ``key`` exists (cache, else DuckDB) and its looked-up value."""
+    """Whether ``key`` exists (cache, else DuckDB) and its looked-up value. The first
+    lookup reads the table's keys whole (flushed first) when there are not too many."""
+    cache = dc._behind.cache
+    if name not in cache.complete and not table:
+        dc._behind.flush(dc._con)
+        counted = dc.committed_row(f"SELECT count(*) FROM {name}", [])  # noqa: S608
+        if counted is not None and counted[0] <= MAX_REFS:
+            dc.duckdb_statements += 1
+            for whole in dc._con.execute(_WHOLE[name]).fetchall():
+                if isinstance(table, dict):
+                    table[whole[0]] = whole[1]
+                else:
+                    table.add(whole[0])
+            cache.complete.add(name)
     if isinstance(table, dict):
         if key in table:
             return True, table[key]
     elif key in table:
         return True, None
+    if name in cache.complete:
+        return False, None
     row = dc.committed_row(sql, [key])
     if row is None:
         return False, None
@@ -340,12 +364,12 @@ def _known(dc: DeferredConnection, table: dict[str, Any] | set[str], sql: str,
 
 
 def _ref_exists(dc: DeferredConnection, p: list[Any]) -> Rows:
-    found, _ = _known(dc, dc._behind.cache.refs, statements.REF_MEDIA_TYPE, p[0])
+    found, _ = _known(dc, "refs", dc._behind.cache.refs, statements.REF_MEDIA_TYPE, p[0])
     return Rows([(1,)] if found else [])
 
 
 def _ref_media_type(dc: DeferredConnection, p: list[Any]) -> Rows:
-    found, media = _known(dc, dc._behind.cache.refs, statements.REF_MEDIA_TYPE, p[0])
+    found, media = _known(dc, "refs", dc._behind.cache.refs, statements.REF_MEDIA_TYPE, p[0])
     return Rows([(media,)] if found else [])
 
 
@@ -357,7 +381,7 @@ def _insert_ref(dc: DeferredConnection, p: list[Any]) -> Rows | None:
 
 
 def _memory_exists(dc: DeferredConnection, p: list[Any]) -> Rows:
-    found, _ = _known(dc, dc._behind.cache.memory, statements.MEMORY_EXISTS, p[0])
+    found, _ = _known(dc, "memory", dc._behind.cache.memory, statements.MEMORY_EXISTS, p[0])
     return Rows([(1,)] if found else [])
 
 
@@ -372,9 +396,10 @@ def _insert_task(dc: DeferredConnection, p: list[Any]) -> Rows | None:
     cache = dc._behind.cache
     task_id = p[0]
     if not isinstance(task_id, str) or task_id in cache.tasks or task_id in cache.created \
-            or dc.committed_row(statements.TASK_EXISTS, [task_id]) is not None:
+            or _known(dc, "tasks", cache.task_ids, statements.TASK_EXISTS, task_id)[0]:
         return None
     cache.created.add(task_id)
+    cache.task_ids.add(task_id)
     cache.tasks[task_id] = TaskHot(
         owner=p[10], state=p[8], refs=set(), sources={}, items={}, last_ts=None, results={},
         calls=[], calls_complete=True, call_seqs=set(), digests=set(), signatures=set())
