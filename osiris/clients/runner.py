@@ -29,7 +29,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,7 +83,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         spool_dir = home / "spool"
         spool_dir.mkdir(parents=True, exist_ok=True)
-        spool: IO[bytes] = tempfile.TemporaryFile(dir=spool_dir)  # noqa: SIM115 (with below)
+        spool = _spool_file(spool_dir)
     except OSError as exc:  # nowhere to keep the output: run the command untouched
         _log(home, f"no spool ({exc}); ran uncaptured")
         os.execvp(shell, [shell, "-c", command])  # noqa: S606 - the command, as asked
@@ -129,6 +128,20 @@ def _run(shell: str, command: str, spool: IO[bytes]) -> int:
 def _forward(child: subprocess.Popen[bytes], number: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         child.send_signal(number)
+
+
+def _spool_file(directory: Path) -> IO[bytes]:
+    """An unnamed file in ``directory`` (gone when closed, or when this process dies).
+    ``O_TMPFILE`` first: ``tempfile`` costs a few ms of imports on every command."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if flag:
+        try:
+            return os.fdopen(os.open(directory, flag | os.O_RDWR, 0o600), "w+b")
+        except OSError:  # a file system without unnamed files
+            pass
+    import tempfile
+
+    return tempfile.TemporaryFile(dir=directory)
 
 
 def _exit(status: int) -> int:

@@ -73,8 +73,8 @@ def test_the_dashboard_in_a_real_browser(tmp_path: Path) -> None:
         driver.execute_script("window.__sameDocument = 42;")
         asyncio.run(_agent(env, "second agent: update the docs"))
         deadline = time.monotonic() + 30
-        while "2\ntasks" not in driver.find_element("css selector", ".cards").text:
-            assert time.monotonic() < deadline, driver.find_element("css selector", "main").text
+        while "2\ntasks" not in _text(driver, ".cards"):
+            assert time.monotonic() < deadline, _text(driver, "main")
             time.sleep(0.5)
         assert driver.execute_script("return window.__sameDocument") == 42
 
@@ -95,3 +95,16 @@ def test_the_dashboard_in_a_real_browser(tmp_path: Path) -> None:
         driver.get(base + "/bench/")
         wait_for(driver, "main")
         assert console_errors(driver) == []
+
+
+def _text(driver: Any, selector: str) -> str:
+    """The element's text; the live page may replace it between finding and reading
+    (StaleElementReferenceException), then it is found again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for _ in range(20):
+        try:
+            return str(driver.find_element("css selector", selector).text)
+        except StaleElementReferenceException:
+            time.sleep(0.05)
+    return str(driver.find_element("css selector", selector).text)
