@@ -45,6 +45,9 @@ class ContextItem:
     zone: str = "C"
 
 
+_ITEM_FIELDS = tuple(f.name for f in fields(ContextItem))
+
+
 @dataclass(frozen=True)
 class PruneAdvice:
     """What the agent may drop now."""
@@ -76,7 +79,8 @@ class PruneAdvice:
         """Full form for the journal (what ``dataclasses.asdict`` gives, without its deep
         copies: this runs in every observe)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["drop"] = tuple({f.name: getattr(i, f.name) for f in fields(i)} for i in self.drop)
+        out["drop"] = tuple({name: getattr(i, name) for name in _ITEM_FIELDS}
+                            for i in self.drop)
         return out
 
 
