@@ -111,6 +111,10 @@ class Settings:
     and acknowledges them once they are in its fsync'd log, writing the rows to DuckDB in
     batches, :mod:`osiris.store.write_behind`) or ``off`` (every call is its own DuckDB
     transaction)."""
+    hook_tool: bool = False
+    """OSIRIS_HOOK_TOOL: ``on`` lists ``osiris_hook``, the tool Claude Code's ``mcp_tool``
+    hooks call (``osiris install claude-code`` sets it in the server's environment), so
+    that a hooked tool call costs no new process; ``off`` (the default) leaves it out."""
 
     @property
     def db_path(self) -> Path:
@@ -233,6 +237,7 @@ class Settings:
             owner_idle_s=_get(env, "OSIRIS_OWNER_IDLE_S", defaults.owner_idle_s,
                               _positive_float, "a positive number of seconds, e.g. 120"),
             write_behind=_get(env, "OSIRIS_WRITE_BEHIND", True, _on_off, "on or off"),
+            hook_tool=_get(env, "OSIRIS_HOOK_TOOL", False, _on_off, "on or off"),
         )._checked()
 
 

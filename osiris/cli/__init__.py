@@ -314,10 +314,10 @@ def _add_install_parsers(sub: Any) -> None:
         parser.add_argument("--dry-run", action="store_true",
                             help="print the unified diff of every file; write nothing")
     install.add_argument("--hooks", choices=("command", "mcp_tool", "none"),
-                         help="claude-code and codex: command hooks (default; they route "
-                         "large reads and shell calls, see the README), claude-code only: "
-                         "an mcp_tool PreToolUse hook calling osiris_precheck (Claude Code "
-                         "2.1.118+), or none (server entry only)")
+                         help="command hooks (they route large reads and shell calls, see "
+                         "the README), claude-code only: mcp_tool hooks, the same hooks as "
+                         "calls to the running server's osiris_hook (no process per tool "
+                         "call; SessionStart stays a command), or none (server entry only)")
     install.add_argument("--python", metavar="PATH", help="the interpreter with mcp-osiris "
                          "installed (default: the one running this command)")
     install.add_argument("--home", metavar="DIR", help="OSIRIS_HOME for the server and hooks "

@@ -160,6 +160,25 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
     return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
 
 
+def hook_in_server(engine: Any, event: str, raw: bytes, client: str = CLIENT) -> HookOutcome:
+    """A hook that reached the MCP server as a call to ``osiris_hook`` (Claude Code's
+    ``mcp_tool`` hooks): run by the server's engine, or by the home's store owner when
+    the server is its client. Never raises, like :func:`run_hook`."""
+    from osiris.store.remote import RemoteEngine
+
+    if not isinstance(engine, RemoteEngine):
+        return run_hook(engine.settings, event, raw, client, engine=engine)
+    try:
+        done = engine.hook(client, event, raw.decode("utf-8"))
+    except OsirisError as exc:
+        return skipped(engine.settings, event, f"{exc.code}: {exc}", raw)
+    except Exception as exc:  # the owner's socket, anything: the tool must still run
+        log.exception("OSIRIS hook failed in the store owner")
+        return skipped(engine.settings, event, f"internal error {type(exc).__name__}", raw)
+    return HookOutcome(str(done.get("stdout") or ""), int(done.get("exit_code") or 0),
+                       done.get("problem"), str(done.get("stderr") or ""))
+
+
 def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
             recorded: bool = False) -> HookOutcome:
     """Log the problem (``hooks.log`` when the settings are known); let the tool call go

@@ -41,6 +41,7 @@ from osiris.clients import codex_toml, files
 from osiris.clients.files import InstallRecord
 from osiris.clients.jsonedit import JsonDocument, dumps_new
 from osiris.config import Settings
+from osiris.core.client_hooks import HOOK_FIELDS
 from osiris.errors import ConfigError, InvalidInputError
 
 CLIENTS = ("claude-code", "codex", "cursor")
@@ -48,7 +49,7 @@ SCOPES = ("user", "project")
 HOOK_MODES = ("command", "mcp_tool", "none")
 DEFAULT_NAME = "osiris"
 SERVER_ARGS = ["-m", "osiris"]
-OWN_ENV = ("OSIRIS_HOME", "OSIRIS_ROOTS")
+OWN_ENV = ("OSIRIS_HOME", "OSIRIS_ROOTS", "OSIRIS_HOOK_TOOL")
 # Hook event -> argument of `osiris hook CLIENT`, and the matcher OSIRIS's group uses.
 # PostToolUse fires only when a tool succeeded; failures (which LoopGuard most needs to
 # see) come as PostToolUseFailure, handled by the same post-tool-use command. SessionStart
@@ -123,10 +124,18 @@ class InstallRequest:
             env["OSIRIS_ROOTS"] = ";".join(str(root) for root in self.roots)
         return env
 
+    @property
+    def mcp_tool_hooks(self) -> bool:
+        """Claude Code's tool hooks as ``mcp_tool`` calls to the server's ``osiris_hook``."""
+        return self.hooks == "mcp_tool" and self.client == "claude-code"
+
     def server_entry(self) -> dict[str, Any]:
         """The MCP server entry, in the client's dialect."""
         entry: dict[str, Any] = {"type": "stdio"} if self.client == "claude-code" else {}
-        entry.update(command=self.python, args=list(SERVER_ARGS), env=self.env())
+        env = self.env()
+        if self.mcp_tool_hooks:
+            env["OSIRIS_HOOK_TOOL"] = "on"
+        entry.update(command=self.python, args=list(SERVER_ARGS), env=env)
         return entry
 
     def hook_command(self, event_arg: str) -> str:
@@ -143,13 +152,13 @@ class InstallRequest:
             handler: dict[str, Any] | None
             if self.hooks == "none":
                 handler = None
-            elif self.hooks == "mcp_tool" and event == "PreToolUse" \
-                    and self.client == "claude-code":
-                handler = {"type": "mcp_tool", "server": self.name, "tool": "osiris_precheck",
-                           "input": {"task_id": "session:${session_id}", "tool": "${tool_name}",
-                                     "args": "${tool_input}", "format": "claude-code"},
+            elif self.mcp_tool_hooks and event != "SessionStart":
+                # Claude Code calls the running server: no process per tool call. Each
+                # field is interpolated from the hook input (client_hooks.HOOK_FIELDS).
+                handler = {"type": "mcp_tool", "server": self.name, "tool": "osiris_hook",
+                           "input": {"event": arg, **{f: f"${{{f}}}" for f in HOOK_FIELDS}},
                            "timeout": HOOK_TIMEOUT_S}
-            else:  # PostToolUse stays a command: observing needs the tool_response
+            else:  # SessionStart has no MCP client yet: a command
                 handler = {"type": "command", "command": self.hook_command(arg),
                            "timeout": HOOK_TIMEOUT_S}
             groups[event] = None if handler is None else {

@@ -14,6 +14,10 @@ from osiris.clients.install import DEFAULT_NAME, InstallRequest
 from osiris.config import Settings
 from osiris.errors import InvalidInputError
 
+DEFAULT_HOOKS = {"claude-code": "mcp_tool"}
+"""Claude Code calls the running server for its tool hooks (no process per call);
+Codex has only command hooks."""
+
 
 def build_request(settings: Settings, *, client: str, scope: str | None, cwd: Path,
                   project_dir: str | None = None, python: str | None = None,
@@ -46,7 +50,8 @@ def build_request(settings: Settings, *, client: str, scope: str | None, cwd: Pa
         client=client, scope=scope, project_dir=directory,
         python=str(interpreter.absolute()),
         osiris_home=user_path(settings, home, cwd) if home else settings.home,
-        roots=chosen, name=name, hooks=hooks or "command", force=force)
+        roots=chosen, name=name, hooks=hooks or DEFAULT_HOOKS.get(client, "command"),
+        force=force)
 
 
 def resolve_scope(settings: Settings, scope: str | None, project_dir: str | None,

@@ -45,8 +45,8 @@ _EXPECTED = {"pre-tool-use": (PRE_EVENT,), "post-tool-use": POST_EVENTS,
 # OSIRIS's own tools, under any server name: never prechecked or observed by the hooks
 # (the agent already called OSIRIS; observing the call would count it twice).
 OWN_TOOL = re.compile(r"^mcp__.+__osiris_(plan|precheck|observe|recall|checkpoint|handoff"
-                      r"|call)$|^mcp__.+__osiris\.(plan|precheck|observe|recall|checkpoint"
-                      r"|handoff)$")
+                      r"|call|hook)$|^mcp__.+__osiris\.(plan|precheck|observe|recall|checkpoint"
+                      r"|handoff|hook)$")
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 MAX_REASON_CHARS = 600
 
@@ -121,6 +121,58 @@ def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
                     tool_use_id=use_id if isinstance(use_id, str) else None,
                     response=doc.get("tool_response"),
                     error=None if error is None else str(error))
+
+
+HOOK_FIELDS = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
+               "tool_use_id", "tool_response", "error")
+"""The hook input fields an ``mcp_tool`` hook passes to ``osiris_hook``, each as
+``"${field}"``. Claude Code 2.1.328 fills in a string as it is, an object or array as
+its compact JSON text (``JSON.stringify``), and a missing field as the empty string."""
+
+
+def hook_input(fields: dict[str, Any]) -> bytes:
+    """The hook input JSON a command hook would have read, rebuilt from what an
+    ``mcp_tool`` hook passed (:data:`HOOK_FIELDS`). An empty string is a missing field.
+    ``tool_input`` is the JSON text of an object (or the object). ``tool_response`` is
+    taken as an object or array when its text is exactly that value's compact JSON, as
+    Claude Code writes one; any other text is a string result and keeps its bytes. The
+    one case the text cannot tell apart: a tool whose result is a string that is itself
+    compact JSON of an object or array is observed as that object or array."""
+    doc: dict[str, Any] = {}
+    for name in HOOK_FIELDS:
+        value = fields.get(name)
+        if value is None or value == "":
+            continue
+        if name == "tool_input" and isinstance(value, str):
+            value = _json_value(value)
+            if not isinstance(value, dict):
+                raise InvalidInputError("tool_input is not the JSON of an object")
+        elif name == "tool_response" and isinstance(value, str):
+            parsed = _json_value(value)
+            if isinstance(parsed, dict | list) and _compact(parsed) == value:
+                value = parsed
+        elif not isinstance(value, str) and name not in ("tool_response", "tool_input"):
+            raise InvalidInputError(f"{name} must be a string (the hook's \"${{{name}}}\")")
+        doc[name] = value
+    try:
+        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError("the hook input holds a lone surrogate (not valid UTF-8 "
+                                "text)") from None
+
+
+def _json_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _compact(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        return None
 
 
 def response_text(call: HookCall) -> tuple[str, bool]:

@@ -30,6 +30,8 @@ from typing import Any
 from osiris.errors import InvalidInputError
 
 PRUNE_MODES = ("cache_ttl", "conservative", "balanced", "aggressive")
+MAX_DROP_SHOWN = 12
+"""The most payloads one prune advice lists (the largest first)."""
 
 
 @dataclass(frozen=True)
@@ -62,26 +64,39 @@ class PruneAdvice:
     keep: tuple[str, ...] = field(default=())
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready form, compact enough for an observe answer."""
+        """JSON-ready form, compact enough for an observe answer: the
+        :data:`MAX_DROP_SHOWN` largest payloads to drop (the answer reaches the model on
+        every observe: a list of every droppable ref grew with the task, 35 KB at 300
+        refs), and how many more there are."""
         out: dict[str, Any] = {"mode": self.mode, "triggered": self.triggered,
                                "trigger": self.trigger}
         if self.triggered:
+            shown = sorted(self.drop, key=lambda i: -i.tokens)[:MAX_DROP_SHOWN]
             out.update(
-                drop=[{"ref": i.ref, "tokens": i.tokens, "zone": i.zone} for i in self.drop],
+                drop=[{"ref": i.ref, "tokens": i.tokens, "zone": i.zone} for i in shown],
                 pruned_tokens=self.pruned_tokens,
                 net_savings_tokens=round(self.net_savings_tokens),
                 how="evict these payloads from your context, then send "
                     "observe(kind='dropped', result=<ref>) for each; recall(ref) restores "
                     "any of them exactly")
+            if len(self.drop) > len(shown):
+                out["more"] = {"refs": len(self.drop) - len(shown),
+                               "tokens": self.pruned_tokens - sum(i.tokens for i in shown),
+                               "how": "listed after these are dropped"}
         return out
 
     def as_record(self) -> dict[str, Any]:
-        """Full form for the journal (what ``dataclasses.asdict`` gives, without its deep
-        copies: this runs in every observe)."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["drop"] = tuple({name: getattr(i, name) for name in _ITEM_FIELDS}
-                            for i in self.drop)
-        return out
+        """The journal's form: the advice as given (the payloads listed, whole), with the
+        totals of what was not listed and the number of payloads kept. Bounded like the
+        answer, so that a long task's every observe does not journal every ref again."""
+        shown = sorted(self.drop, key=lambda i: -i.tokens)[:MAX_DROP_SHOWN]
+        return {"mode": self.mode, "triggered": self.triggered, "trigger": self.trigger,
+                "drop": tuple({name: getattr(i, name) for name in _ITEM_FIELDS}
+                              for i in shown),
+                "not_listed": len(self.drop) - len(shown),
+                "pruned_tokens": self.pruned_tokens,
+                "prefix_cost_tokens": self.prefix_cost_tokens,
+                "net_savings_tokens": self.net_savings_tokens, "kept": len(self.keep)}
 
 
 def assign_zones(items: list[ContextItem], working_set: int) -> list[ContextItem]:

@@ -18,7 +18,7 @@ from osiris.core.operating_context import instructions_text
 from osiris.engine.operating_context import OperatingContextLoader
 from osiris.server.definitions import DISPATCH, TOOLS
 from osiris.server.resources import prompt_guard, register_resources
-from osiris.server.tools import EngineGate, argument_guard, build_tools
+from osiris.server.tools import EngineGate, argument_guard, build_tools, hook_calls
 from osiris.store.remote import RemoteEngine
 
 
@@ -40,11 +40,14 @@ def build_server(settings: Settings, engine: Any = None) -> MCPServer:
     else:
         instructions = engine.instructions()
     tools = build_tools(gate, dotted=settings.tool_names == "dotted",
-                        dispatch_only=settings.dispatch_only)
+                        dispatch_only=settings.dispatch_only, hook_tool=settings.hook_tool)
     server = MCPServer("osiris", title="OSIRIS", version=__version__,
                        instructions=instructions, tools=tools,
                        log_level=settings.log_level)  # type: ignore[arg-type]
+    # Not osiris_hook: a hook's problem must be a warning, never an error that stops a tool.
     server.middleware.append(argument_guard((*TOOLS, DISPATCH), settings.tool_names == "dotted"))
+    if settings.hook_tool:
+        server.middleware.append(hook_calls(gate, settings.tool_names == "dotted"))
     register_resources(server, gate)
     server.middleware.append(prompt_guard(server))
     return server

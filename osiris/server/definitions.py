@@ -112,6 +112,18 @@ DISPATCH = ToolDef(
     read_only=False, idempotent=False)
 
 
+HOOK = ToolDef(
+    "hook",
+    "Claude Code's hooks call this (osiris install writes them); you never need to.",
+    _schema(["event", "session_id"], event={"enum": ["pre-tool-use", "post-tool-use"]},
+            hook_event_name=S, session_id=S, cwd=S, tool_name=S, tool_input={},
+            tool_use_id=S, tool_response={}, error=S),
+    read_only=False, idempotent=False)
+"""Listed only with ``OSIRIS_HOOK_TOOL=on``: a PreToolUse or PostToolUse hook, its input
+fields as Claude Code's ``mcp_tool`` hook interpolates them
+(:func:`osiris.core.client_hooks.hook_input`)."""
+
+
 def model_facing(dotted: bool = False, dispatch_only: bool = False) -> list[dict[str, Any]]:
     """What a client puts in the prompt for each listed tool."""
     tools = (DISPATCH,) if dispatch_only else TOOLS

@@ -12,8 +12,9 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import anyio.to_thread
 import jsonschema
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
@@ -23,12 +24,13 @@ from osiris.core import client_hooks
 from osiris.core.redaction import scrub
 from osiris.errors import InvalidInputError, OsirisError
 from osiris.server import answers
-from osiris.server.definitions import DISPATCH, TOOLS, ToolDef
+from osiris.server.definitions import DISPATCH, HOOK, TOOLS, ToolDef
 
 if TYPE_CHECKING:
     from osiris.engine import Engine
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 MAX_ARGUMENT_BYTES = 64 << 20
 #: Longest error text a tool answers with (its structured copy is the same text).
 MAX_ERROR_CHARS = 600
@@ -43,6 +45,11 @@ class EngineGate:
 
     def run(self, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:
         """Call ``fn(engine)`` alone."""
+        with self._lock:
+            return fn(self.engine)
+
+    def run_hook(self, fn: Callable[[Any], T]) -> T:
+        """Call ``fn(engine)`` alone, whatever it returns (a hook's outcome)."""
         with self._lock:
             return fn(self.engine)
 
@@ -213,10 +220,14 @@ def _make_tool(defn: ToolDef, gate: EngineGate, validators: Validators, dotted: 
         return handler(ctx, **kwargs)
 
     # MCPServer derives the call signature from the function: give it one keyword per
-    # schema property, typed Any, because the hand-written schema is what validates.
+    # schema property, typed Any, because the hand-written schema is what validates. A
+    # string property is typed str: the SDK parses a JSON-looking string given for any
+    # other type into an object (an observed '{"ok": true}' must stay the text it was).
     tool_fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
-        + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
+        + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=str
+                             if defn.schema["properties"][p].get("type") == "string" else Any)
            for p in props],
         return_annotation=CallToolResult)
     tool = Tool.from_function(
@@ -257,8 +268,82 @@ def argument_guard(defs: tuple[ToolDef, ...], dotted: bool) -> Any:
     return guard
 
 
-def build_tools(gate: EngineGate, *, dotted: bool, dispatch_only: bool) -> list[Tool]:
-    """The six tools (or the single dispatch tool)."""
+def build_tools(gate: EngineGate, *, dotted: bool, dispatch_only: bool,
+                hook_tool: bool = False) -> list[Tool]:
+    """The six tools (or the single dispatch tool), and ``osiris_hook`` if asked for."""
     validators = Validators((*TOOLS, DISPATCH))
-    return [_make_tool(defn, gate, validators, dotted)
-            for defn in ((DISPATCH,) if dispatch_only else TOOLS)]
+    tools = [_make_tool(defn, gate, validators, dotted)
+             for defn in ((DISPATCH,) if dispatch_only else TOOLS)]
+    if hook_tool:
+        tools.append(_hook_tool(gate, dotted))
+    return tools
+
+
+def _hook_tool(gate: EngineGate, dotted: bool) -> Tool:
+    """``osiris_hook``, listed (Claude Code calls only a tool its server lists). Its calls
+    are answered by :func:`hook_calls` before the SDK parses them; this function serves a
+    server built without that middleware."""
+    def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
+        return hook_answer(gate, {k: v for k, v in kwargs.items() if v is not None})
+
+    tool_fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
+        + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
+           for p in HOOK.schema["properties"]],
+        return_annotation=CallToolResult)
+    tool = Tool.from_function(
+        tool_fn, name=HOOK.name(dotted), title=HOOK.title, description=HOOK.description,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                    idempotent_hint=False, open_world_hint=False))
+    tool.parameters = HOOK.schema
+    return tool
+
+
+def hook_calls(gate: EngineGate, dotted: bool) -> Any:
+    """Middleware: a tools/call of ``osiris_hook`` answered from its raw arguments (the
+    SDK would turn a string result that looks like JSON into an object)."""
+    name = HOOK.name(dotted)
+
+    async def answer(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/call" and isinstance(ctx.params, Mapping) \
+                and ctx.params.get("name") == name:
+            arguments = ctx.params.get("arguments") or {}
+            return await anyio.to_thread.run_sync(hook_answer, gate, arguments)
+        return await call_next(ctx)
+
+    return answer
+
+
+_HOOK_VALIDATOR = jsonschema.Draft202012Validator(HOOK.schema)
+
+
+def hook_answer(gate: EngineGate, arguments: object) -> CallToolResult:
+    """Claude Code's ``mcp_tool`` hook, answered as the command hook answers (the same
+    :func:`osiris.clients.hooks.run_hook`, routing included) without a process per call.
+    The text is the hook's decision JSON (empty: none). A problem is a warning for the
+    user, never an error result that could stop the user's tool."""
+    from osiris.clients import hooks
+
+    fields = dict(arguments) if isinstance(arguments, Mapping) else {}
+    event = str(fields.pop("event", "") or "?")
+    try:
+        if not isinstance(arguments, Mapping):
+            raise InvalidInputError("osiris_hook's arguments must be an object")
+        unknown = sorted(set(fields) - set(HOOK.schema["properties"]))
+        if unknown:
+            raise InvalidInputError(f"unknown argument(s) {unknown} for osiris_hook")
+        errors = sorted(_HOOK_VALIDATOR.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            raise InvalidInputError("invalid arguments for osiris_hook: " + "; ".join(
+                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {_problem(e)}"
+                for e in errors[:5]))
+        raw = client_hooks.hook_input(fields)
+    except OsirisError as exc:
+        outcome = hooks.skipped(gate.engine.settings, event, f"{exc.code}: {exc}", b"")
+    else:
+        outcome = gate.run_hook(lambda e: hooks.hook_in_server(e, event, raw))
+    if outcome.stderr:
+        log.warning("%s", outcome.stderr.strip())
+    return CallToolResult(content=[TextContent(type="text", text=outcome.stdout)],
+                          structured_content={"exit_code": outcome.exit_code,
+                                              "problem": outcome.problem})

@@ -329,7 +329,7 @@ def test_the_installed_hook_commands_run(tmp_path: Path, project: Path) -> None:
     shell as Claude Code runs them."""
     home = tmp_path / "installed-home"
     done = run_cli("install", "claude-code", "--project-dir", str(project), "--home",
-                   str(home), env={"HOME": str(tmp_path)})
+                   str(home), "--hooks", "command", env={"HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     hooks = json.loads((project / ".claude" / "settings.json").read_text("utf-8"))["hooks"]
     push = {"session_id": "installed", "cwd": str(project), "tool_name": "Bash",
@@ -352,6 +352,86 @@ def test_the_installed_hook_commands_run(tmp_path: Path, project: Path) -> None:
     (task,) = home_rows(home, "SELECT task_id FROM client_sessions")[0]
     assert home_rows(home, "SELECT kind FROM events WHERE task_id = ? ORDER BY seq", [task]) == [
         ("task.start",), ("precheck",), ("observe.error",)]
+
+
+def _interpolated(value: Any, hook_input: dict[str, Any]) -> Any:
+    """An mcp_tool hook's input as Claude Code 2.1.328 fills it: a string as it is, an
+    object or array as its JSON.stringify text, a missing field as the empty string."""
+    if isinstance(value, dict):
+        return {k: _interpolated(v, hook_input) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        field = hook_input.get(value[2:-1], "")
+        return field if isinstance(field, str) else json.dumps(
+            field, ensure_ascii=False, separators=(",", ":"))
+    return value
+
+
+def test_the_installed_mcp_tool_hooks_answer_through_the_running_server(
+        tmp_path: Path, project: Path) -> None:
+    """`osiris install claude-code` (default hooks), then each mcp_tool hook it wrote, as
+    Claude Code calls it: a tools/call to the installed server, over real stdio."""
+    home = tmp_path / "installed-home"
+    done = run_cli("install", "claude-code", "--project-dir", str(project), "--home",
+                   str(home), env={"HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((project / ".claude" / "settings.json").read_text("utf-8"))["hooks"]
+    server = json.loads((project / ".mcp.json").read_text("utf-8"))["mcpServers"]["osiris"]
+    assert server["env"]["OSIRIS_HOOK_TOOL"] == "on"
+    handlers = {event: group["hooks"][0] for event, (group,) in hooks.items()}
+    assert {e: h["type"] for e, h in handlers.items()} == {
+        "PreToolUse": "mcp_tool", "PostToolUse": "mcp_tool", "PostToolUseFailure": "mcp_tool",
+        "SessionStart": "command"}  # SessionStart runs before any MCP server is connected
+    push = {"session_id": "mcp-installed", "cwd": str(project), "tool_name": "Bash",
+            "tool_input": {"command": "git push -f origin main --force"},
+            "tool_use_id": "toolu_1"}
+    as_json = '{"rows": [1, 2], "ok": true}'  # a string result that looks like JSON
+    calls = [("PreToolUse", {**push, "hook_event_name": "PreToolUse"}),
+             ("PostToolUseFailure", {**push, "hook_event_name": "PostToolUseFailure",
+                                     "error": "rejected"}),
+             ("PostToolUse", {**push, "hook_event_name": "PostToolUse",
+                              "tool_name": "mcp__other__rows", "tool_input": {},
+                              "tool_response": as_json}),
+             ("PostToolUse", {**push, "hook_event_name": "PostToolUse",
+                              "tool_input": {"command": "seq 3"}, "tool_use_id": "toolu_2",
+                              "tool_response": {"stdout": "1\n2\n3", "stderr": "ünï",
+                                                "interrupted": False}}),
+             ("PreToolUse", {"hook_event_name": "PreToolUse", "tool_name": "Bash"})]
+    env = {**osiris_env(), **server["env"]}
+
+    async def flow() -> tuple[list[str], list[str]]:
+        async with client_for("stdio", "auto", env=env) as client:
+            listed = [t.name for t in (await client.list_tools()).tools]
+            texts = []
+            for event, hook_input in calls:
+                handler = handlers[event]
+                result = await client.call_tool(handler["tool"],
+                                                _interpolated(handler["input"], hook_input))
+                assert not result.is_error, result
+                texts.append(result.content[0].text)
+            return listed, texts
+
+    listed, (denied, failure, observed, shell, broken) = run(flow())
+    assert "osiris_hook" in listed
+    assert decision(json.loads(denied))[0] == "deny"
+    assert "Never force-push" in decision(json.loads(denied))[1]
+    assert failure == observed == shell == ""  # nothing to tell the agent
+    # Input a hook cannot use: a warning for the user, never an error that stops the tool.
+    assert "session_id is missing" in json.loads(broken)["systemMessage"]
+    (task,) = home_rows(home, "SELECT task_id FROM client_sessions")[0]
+    assert home_rows(home, "SELECT kind FROM events WHERE task_id = ? ORDER BY seq", [task]) == [
+        ("task.start",), ("precheck",), ("observe.error",), ("observe.result",),
+        ("observe.result",)]
+    # Both results were stored as the command hook stores them: the string as the text
+    # it was (not parsed), the Bash response (JSON text in the mcp_tool input) as the
+    # object it was.
+    for _, hook_input in calls[2:4]:
+        hook("post-tool-use", {**hook_input, "session_id": "by-command"},
+             env={"OSIRIS_HOME": str(home)})
+    refs = {task_id: {ref for (ref,) in home_rows(
+        home, "SELECT ref FROM task_refs WHERE task_id = ?", [task_id])}
+        for (task_id,) in home_rows(home, "SELECT task_id FROM client_sessions")}
+    (by_command,) = (r for t, r in refs.items() if t != task)
+    assert by_command <= refs[task]
 
 
 def test_a_busy_store_is_a_logged_skip_before_the_hook_times_out(osiris_home: Path) -> None:

@@ -212,19 +212,28 @@ def test_fresh_install_writes_the_entries_and_uninstall_leaves_nothing(
     else:
         assert "OSIRIS_ROOTS" not in server["env"]
     assert server.get("type") == ("stdio" if client == "claude-code" else None)
+    # Claude Code's tool hooks call the server's osiris_hook, which it then lists.
+    assert server["env"].get("OSIRIS_HOOK_TOOL") == ("on" if client == "claude-code" else None)
     touched = [world.server_file(client, scope)]
     if client == "claude-code":
         hooks_file = world.hooks_file(scope)
         touched.append(hooks_file)
+        fields = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
+                  "tool_use_id", "tool_response", "error")
         for event, arg in (("PreToolUse", "pre-tool-use"), ("PostToolUse", "post-tool-use"),
                            ("PostToolUseFailure", "post-tool-use")):
             groups = json.loads(hooks_file.read_text("utf-8"))["hooks"][event]
             assert groups == [{"matcher": "*", "hooks": [
-                {"type": "command", "timeout": 10,
-                 "command": f"OSIRIS_HOME={shlex.quote(str(world.osiris_home))}"
-                            + (f" OSIRIS_ROOTS={shlex.quote(str(world.project.resolve()))}"
-                               if scope == "project" else "")
-                            + f" {shlex.quote(sys.executable)} -m osiris hook claude-code {arg}"}]}]
+                {"type": "mcp_tool", "server": "osiris", "tool": "osiris_hook", "timeout": 10,
+                 "input": {"event": arg, **{f: "${" + f + "}" for f in fields}}}]}]
+        (start,) = json.loads(hooks_file.read_text("utf-8"))["hooks"]["SessionStart"]
+        assert start == {"matcher": "compact", "hooks": [
+            {"type": "command", "timeout": 10,
+             "command": f"OSIRIS_HOME={shlex.quote(str(world.osiris_home))}"
+                        + (f" OSIRIS_ROOTS={shlex.quote(str(world.project.resolve()))}"
+                           if scope == "project" else "")
+                        + f" {shlex.quote(sys.executable)} -m osiris hook claude-code "
+                          "session-start"}]}
     if os.name == "posix" and scope == "user":
         assert all(path.stat().st_mode & 0o777 == 0o600 for path in touched)
 
@@ -392,7 +401,7 @@ def test_reinstall_with_other_options_updates_in_place(world: World, tmp_path: P
         assert server["env"]["OSIRIS_ROOTS"] == str(roots.resolve())
     assert entry(world, "claude-code", "user")["env"]["OSIRIS_LOG_LEVEL"] == "DEBUG"
     assert entry(world, "codex", "user")["startup_timeout_sec"] == 30
-    command = own_handlers(world.hooks_file("user"), "PreToolUse")[0]["command"]
+    command = own_handlers(world.hooks_file("user"), "SessionStart")[0]["command"]
     assert shlex.split(command)[:2] == [f"OSIRIS_HOME={other_home}",
                                         f"OSIRIS_ROOTS={roots.resolve()}"]
     # The install record moved to the new home with the entries.
@@ -410,17 +419,20 @@ def test_hooks_mcp_tool_and_none(world: World) -> None:
     originals = seed(world, "claude-code", "project")
     settings = world.hooks_file("project")
     world.ok("install", "claude-code", "--project", "--hooks", "mcp_tool", "--name", "osi")
-    pre = own_handlers(settings, "PreToolUse")
-    assert pre == [{"type": "mcp_tool", "server": "osi", "tool": "osiris_precheck",
-                    "input": {"task_id": "session:${session_id}", "tool": "${tool_name}",
-                              "args": "${tool_input}", "format": "claude-code"},
-                    "timeout": 10}]
-    assert own_handlers(settings, "PostToolUse")[0]["type"] == "command"
-    assert "osi" in parse(world.server_file("claude-code", "project"))["mcpServers"]
+    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+        (handler,) = own_handlers(settings, event)
+        assert (handler["type"], handler["server"], handler["tool"]) == (
+            "mcp_tool", "osi", "osiris_hook")
+    assert own_handlers(settings, "SessionStart")[0]["type"] == "command"
+    server = parse(world.server_file("claude-code", "project"))["mcpServers"]["osi"]
+    assert server["env"]["OSIRIS_HOOK_TOOL"] == "on"
 
     switched = world.ok("install", "claude-code", "--project", "--hooks", "command",
                         "--name", "osi")
-    assert [f["status"] for f in switched["files"]] == ["unchanged", "updated"]
+    # The server no longer lists osiris_hook; the hooks are commands again.
+    assert [f["status"] for f in switched["files"]] == ["updated", "updated"]
+    assert "OSIRIS_HOOK_TOOL" not in parse(
+        world.server_file("claude-code", "project"))["mcpServers"]["osi"]["env"]
     assert own_handlers(settings, "PreToolUse")[0]["type"] == "command"
 
     world.ok("install", "claude-code", "--project", "--hooks", "none", "--name", "osi")
@@ -440,7 +452,8 @@ def test_hook_command_quotes_paths_with_spaces(world: World, tmp_path: Path) -> 
     home = tmp_path / "O'Brien's home"
     project = tmp_path / "my project"
     project.mkdir()
-    world.ok("install", "claude-code", "--project-dir", str(project), "--home", str(home))
+    world.ok("install", "claude-code", "--project-dir", str(project), "--home", str(home),
+             "--hooks", "command")
     settings = project / ".claude" / "settings.json"
     command = own_handlers(settings, "PostToolUse")[0]["command"]
     assert shlex.split(command) == [f"OSIRIS_HOME={home}", f"OSIRIS_ROOTS={project.resolve()}",

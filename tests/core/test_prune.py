@@ -57,3 +57,27 @@ def test_unknown_mode() -> None:
 
     with pytest.raises(InvalidInputError):
         _plan("reckless", 1)
+
+
+def test_the_advice_lists_the_largest_payloads_and_stays_bounded_in_a_long_task() -> None:
+    """An observe answer reaches the model every turn: at 500 payloads it must not list
+    them all (it did: 35 KB at 300 refs). What it leaves out is counted, not hidden."""
+    import json
+
+    from osiris.core.prune import MAX_DROP_SHOWN
+
+    items = [ContextItem(f"mem://p{i}", 100 + (i * 37) % 1000, i, "result", "Bash")
+             for i in range(500)]
+    advice = plan_prune(items, mode="balanced", used_tokens=10**6, threshold=20_000,
+                        ttl_s=300, idle_s=10, prefix_tokens=0)
+    assert len(advice.drop) == 499  # all but the newest may go
+    shown = advice.as_dict()
+    largest = sorted(advice.drop, key=lambda i: -i.tokens)[:MAX_DROP_SHOWN]
+    assert [d["ref"] for d in shown["drop"]] == [i.ref for i in largest]
+    assert shown["more"]["refs"] == 499 - MAX_DROP_SHOWN
+    assert shown["more"]["tokens"] + sum(d["tokens"] for d in shown["drop"]) \
+        == shown["pruned_tokens"] == sum(i.tokens for i in advice.drop)
+    record = advice.as_record()
+    assert [d["ref"] for d in record["drop"]] == [i.ref for i in largest]
+    assert record["not_listed"] == 499 - MAX_DROP_SHOWN and record["kept"] == 1
+    assert len(json.dumps(shown)) < 2_500 and len(json.dumps(record)) < 3_500
