@@ -348,6 +348,12 @@ def with_flag(state: TaskState, name: str, value: bool) -> TaskState:
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
+_PLAIN = "_osiris_plain"
+"""Where a nested record keeps its plain form. The records are frozen, and a task's next
+state shares the last one's (with :data:`osiris.engine.context` reusing the saved state),
+so each observe no longer converts every tool result, file and seal of the task again."""
+
+
 def _plain_dataclass(obj: Any) -> dict[str, Any]:
     cls = type(obj)
     names = _FIELD_NAMES.get(cls)
@@ -356,11 +362,23 @@ def _plain_dataclass(obj: Any) -> dict[str, Any]:
     return {name: _plain(getattr(obj, name)) for name in names}
 
 
+def _plain_record(obj: Any) -> dict[str, Any]:
+    """The plain form of a nested frozen record, computed once per instance. It is
+    shared: what reads a state's dict (canonical JSON, the journal) must not change it."""
+    own = getattr(obj, "__dict__", None)
+    cached: dict[str, Any] | None = None if own is None else own.get(_PLAIN)
+    if cached is None:
+        cached = _plain_dataclass(obj)
+        if own is not None and type(obj).__dataclass_params__.frozen:
+            object.__setattr__(obj, _PLAIN, cached)
+    return cached
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if is_dataclass(value) and not isinstance(value, type):
-        return _plain_dataclass(value)
+        return _plain_record(value)
     if isinstance(value, tuple | list):
         return type(value)(_plain(v) for v in value)
     if isinstance(value, dict):

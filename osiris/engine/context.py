@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -80,13 +81,32 @@ def load_task(tx: Tx, task_id: str, model: CostModel | None = None) -> TaskState
     if row is None:
         raise NotFoundError(f"task {task_id!r} does not exist; start one with "
                             "plan(mode='start') or check the id in your manifest")
-    state = TaskState.from_dict(json.loads(row[0]))
+    saved = _SAVED.get(task_id)
+    if saved is not None and saved[0] == row[0]:
+        state = saved[1]
+    else:
+        state = TaskState.from_dict(json.loads(row[0]))
     return derived_counts(tx.con, state, model) if model is not None else state
+
+
+_SAVED: dict[str, tuple[str, TaskState]] = {}
+"""The state this process last saved for a task, with its text. A load whose stored text
+is that text gets the same (immutable) state back instead of parsing it again: the same
+text is the same state, whoever wrote it and in whichever home. This also lets the
+nested records keep their plain form from one call to the next."""
+_SAVED_MAX = 256
+_SAVED_LOCK = threading.Lock()
 
 
 def save_task(tx: Tx, state: TaskState, kind: str, body: dict[str, Any]) -> int:
     """Persist ``state`` and journal ``kind`` with its body and the new state hash."""
-    digest = tx.update_task(state.task_id, state.as_dict(), status=state.status)
+    text = canonical_json(state.as_dict())
+    digest = tx.update_task(state.task_id, text, status=state.status)
+    with _SAVED_LOCK:
+        _SAVED.pop(state.task_id, None)
+        if len(_SAVED) >= _SAVED_MAX:
+            _SAVED.pop(next(iter(_SAVED)))  # the least recently saved
+        _SAVED[state.task_id] = (text, state)
     event = tx.event(kind, {**body, "state_hash": digest}, task_id=state.task_id)
     return event.seq
 

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -61,14 +62,38 @@ def _emit(doc: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
+class Observer(subprocess.Popen[str]):
+    """A writer process whose output goes to unnamed files, read when it ends. With
+    pipes, a writer whose pipe nobody drains blocks once it is full (64 KiB: a few
+    hundred acknowledgements) and stops writing, which stalled the kill run and held
+    back all but the first of three writers in the throughput run."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None) -> None:
+        self._files = (tempfile.TemporaryFile("w+", encoding="utf-8"),  # noqa: SIM115
+                       tempfile.TemporaryFile("w+", encoding="utf-8"))  # noqa: SIM115
+        super().__init__(args, stdout=self._files[0], stderr=self._files[1], text=True,
+                         env=env)
+
+    def communicate(self, input: str | None = None,
+                    timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the process; its whole stdout and stderr."""
+        del input
+        self.wait(timeout)
+        texts = []
+        for file in self._files:
+            file.seek(0)
+            texts.append(file.read())
+            file.close()
+        return texts[0], texts[1]
+
+
 def spawn_observer(home: Path, name: str, count: int, size: int,
                    stop: Path | None = None, env: dict[str, str] | None = None,
-                   ) -> subprocess.Popen[str]:
+                   ) -> Observer:
     """Start a writer process of this module (``env``: its environment)."""
     args = [sys.executable, "-m", "osiris.harness.owner_load", "observe", str(home), name,
             str(count), str(size)] + ([str(stop)] if stop else [])
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    return Observer(args, env)
 
 
 def owner_pid(home: Path) -> int | None:

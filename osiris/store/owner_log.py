@@ -18,6 +18,7 @@ there.
 
 from __future__ import annotations
 
+import base64
 import collections
 import contextlib
 import json
@@ -38,6 +39,42 @@ LOG_NAME = "owner-log.jsonl"
 """File name of the owner's log in the home."""
 
 Statement = tuple[str, list[Any]]
+
+BLOB = "BLOB"
+"""A log line's item that holds a blob the call stored, ``[BLOB, [ref, encoding, data]]``
+(encoding ``utf-8`` or ``base64``): the owner writes small blob files without fsync and
+this line is their durable copy until a flush has fsynced them (:func:`restore_blobs`)."""
+MAX_LOGGED_BLOB = 256 << 10
+"""Largest blob that travels in the log (a larger one is fsynced on the call's path)."""
+
+
+def blob_item(ref: str, data: bytes) -> Statement:
+    """The log item that holds ``data``."""
+    try:
+        return BLOB, [ref, "utf-8", data.decode("utf-8")]
+    except UnicodeDecodeError:
+        return BLOB, [ref, "base64", base64.b64encode(data).decode("ascii")]
+
+
+def restore_blobs(home: Path, items: list[Statement]) -> int:
+    """Write (durably) every blob of ``items`` whose file is missing or damaged; return
+    how many. Run before the records' rows are applied."""
+    from osiris.store.refs import RefStore
+
+    refs, restored = RefStore(home / "refs"), 0
+    for sql, params in items:
+        if sql != BLOB:
+            continue
+        ref, encoding, text = params
+        data = text.encode("utf-8") if encoding == "utf-8" else base64.b64decode(text)
+        if refs.check(ref).ok:
+            continue
+        got, _ = refs.put(data)
+        if got != ref:
+            raise StoreError(f"the owner log's copy of {ref} hashes to {got}: the log is "
+                             "damaged")
+        restored += 1
+    return restored
 
 
 def log_path(home: Path) -> Path:
@@ -134,7 +171,11 @@ def replay(con: duckdb.DuckDBPyConnection, home: Path) -> tuple[int, tuple[int, 
     todo = [(lsn, items) for lsn, items in records if lsn > done]
     if not todo:
         return 0, None
-    head = apply(con, [item for _, items in todo for item in items])
+    items = [item for _, items in todo for item in items]
+    restored = restore_blobs(home, items)
+    if restored:
+        log.warning("restored %d blob files of %s from its owner log", restored, home)
+    head = apply(con, [item for item in items if item[0] != BLOB])
     con.execute("UPDATE owner_log SET applied_lsn = ? WHERE id = 1", [todo[-1][0]])
     log.warning("applied %d owner-log records of %s left by an owner that stopped "
                 "without flushing", len(todo), home)

@@ -39,8 +39,9 @@ class RefStore:
         digest = digest_of_ref(ref)
         return self.root / digest[:2] / digest
 
-    def put(self, data: bytes) -> tuple[str, bool]:
-        """Store ``data`` once; return its ref and whether it was newly written."""
+    def put(self, data: bytes, *, durable: bool = True) -> tuple[str, bool]:
+        """Store ``data`` once; return its ref and whether it was newly written.
+        ``durable=False``: without fsyncs (see :func:`osiris.store.fsutil.atomic_write`)."""
         digest = hashlib.sha256(data).hexdigest()
         ref = ref_for_digest(digest)
         path = self.root / digest[:2] / digest
@@ -50,7 +51,7 @@ class RefStore:
                 return ref, False
             except IntegrityError:
                 pass  # a damaged copy: rewrite it with the bytes we were given
-        atomic_write(path, data)
+        atomic_write(path, data, durable=durable)
         return ref, True
 
     def get(self, ref: str) -> bytes:

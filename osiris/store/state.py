@@ -87,11 +87,11 @@ class Tx:
              "active", text, sha256_hex(text), owner],
         )
 
-    def update_task(self, task_id: str, state: dict[str, Any], status: str | None = None,
-                    ) -> str:
-        """Replace a task's state (the journal event says what changed); return the
-        state's hash (what ``TaskState.state_hash`` gives)."""
-        text = canonical_json(state)
+    def update_task(self, task_id: str, state: dict[str, Any] | str,
+                    status: str | None = None) -> str:
+        """Replace a task's state (its dict, or that dict's canonical JSON); the journal
+        event says what changed. Return the state's hash (``TaskState.state_hash``)."""
+        text = state if isinstance(state, str) else canonical_json(state)
         digest = sha256_hex(text)
         self.con.execute(statements.UPDATE_TASK_STATE,
                          [text, digest, self.now_us, status, task_id])
@@ -262,9 +262,9 @@ class Store:
             try:
                 yield tx
                 head = (cursor.seq, cursor.hash) if cursor.appended else None
-                on_duckdb = deferred.commit(head)
+                on_duckdb = deferred.commit(head, self._taken_blobs())
             except BaseException:
-                deferred.rollback()
+                deferred.rollback(self._taken_blobs())
                 raise
             finally:
                 self._local.tx = None
@@ -317,8 +317,27 @@ class Store:
             yield con
 
     def put_blob(self, data: bytes) -> tuple[str, bool]:
-        """Store bytes in the ref store (outside any transaction: blobs are immutable)."""
-        return self.refs.put(data)
+        """Store bytes in the ref store (outside any transaction: blobs are immutable).
+
+        The owner (write-behind) writes a blob of at most ``MAX_LOGGED_BLOB`` without
+        fsync and hands its bytes to this thread's next commit, whose owner-log line is
+        fsync'd before the call is answered; a flush fsyncs the file before the log is
+        emptied, and a replay rewrites a file that a crash left missing or torn."""
+        if self.behind is None or len(data) > owner_log.MAX_LOGGED_BLOB:
+            return self.refs.put(data)
+        ref, new = self.refs.put(data, durable=False)
+        if new:
+            blobs = getattr(self._local, "blobs", None)
+            if blobs is None:
+                blobs = self._local.blobs = []
+            blobs.append((ref, data, self.refs.path_for(ref)))
+        return ref, new
+
+    def _taken_blobs(self) -> list[tuple[str, bytes, Path]]:
+        """The blobs this thread wrote without fsync since its last commit."""
+        blobs: list[tuple[str, bytes, Path]] = getattr(self._local, "blobs", None) or []
+        self._local.blobs = []
+        return blobs
 
     def ref_meta(self, ref: str) -> RefMeta:
         """Metadata of a ref; NotFoundError when it was never recorded."""

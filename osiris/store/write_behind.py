@@ -39,7 +39,11 @@ import duckdb
 
 from osiris.errors import StoreError
 from osiris.store import journal, owner_log, statements
+from osiris.store.fsutil import atomic_write, fsync_dir, fsync_file
 from osiris.store.owner_log import Statement
+
+Blob = tuple[str, bytes, Path]
+"""A blob a call wrote without fsync: its ref, its bytes, its file."""
 
 log = logging.getLogger(__name__)
 
@@ -229,23 +233,27 @@ class DeferredConnection:
             self.duckdb_statements += 1
         self.deferred = []
 
-    def commit(self, head: tuple[int, str] | None) -> bool:
-        """Make the transaction durable; True when it ran on DuckDB."""
+    def commit(self, head: tuple[int, str] | None, blobs: list[Blob] | None = None) -> bool:
+        """Make the transaction durable, with the blob files the call wrote without
+        fsync (:data:`Blob`); True when it ran on DuckDB."""
         if self.slow:
+            self._behind.sync_blobs(blobs or [])  # no log line holds them: fsync now
             self._con.execute("COMMIT")
             self._join(None)
             if self._slow_writes:
                 self._behind.reset(self._con)
             return True
-        if self.deferred:
-            self._behind.record(self.deferred, head)
+        if self.deferred or blobs:
+            self._behind.record(self.deferred, head, blobs or [])
         if self._behind.cache.trim():
             self._behind.reset(self._con)
         return False
 
-    def rollback(self) -> None:
+    def rollback(self, blobs: list[Blob] | None = None) -> None:
         """Undo: DuckDB's part rolls back, the deferred part is dropped, and so is the
-        cache (it may hold this transaction's changes)."""
+        cache (it may hold this transaction's changes). Blob files stay (immutable, and
+        nothing refers to them); the next flush fsyncs them."""
+        self._behind.unsynced.update((path, data) for _, data, path in blobs or [])
         if self.slow:
             with contextlib.suppress(duckdb.Error):
                 self._con.execute("ROLLBACK")
@@ -553,6 +561,8 @@ class WriteBehind:
     def __init__(self, home: Path) -> None:
         self.home = home
         self.log = owner_log.OwnerLog(home)
+        self.unsynced: dict[Path, bytes] = {}
+        """Blob files written without fsync whose bytes are in the log (until a flush)."""
         self.cache = HotCache()
         self.pending: list[Statement] = []
         self._pending_head: tuple[int, str] | None = None
@@ -583,10 +593,14 @@ class WriteBehind:
             _advance_witness(self.home, head)
         self.recovered = True
 
-    def record(self, items: list[Statement], head: tuple[int, str] | None) -> None:
-        """Log one committed transaction's statements (the durability point)."""
-        self.log.append(self._lsn + 1, items)
+    def record(self, items: list[Statement], head: tuple[int, str] | None,
+               blobs: list[Blob] | None = None) -> None:
+        """Log one committed transaction's statements, and the bytes of the blob files it
+        wrote without fsync (the durability point)."""
+        logged = [*items, *(owner_log.blob_item(ref, data) for ref, data, _ in blobs or [])]
+        self.log.append(self._lsn + 1, logged)
         self._lsn += 1
+        self.unsynced.update((path, data) for _, data, path in blobs or [])
         self.pending.extend(items)
         if head is not None:
             self._pending_head = head
@@ -598,10 +612,38 @@ class WriteBehind:
         return bool(self.pending) and (len(self.pending) >= FLUSH_ROWS or (
             self._oldest is not None and time.monotonic() - self._oldest >= age_s))
 
+    def sync_blobs(self, blobs: list[Blob]) -> None:
+        """fsync blob files written without it (rewriting one that is gone or changed),
+        then their directories."""
+        folders: dict[Path, None] = {}
+        for ref, data, path in blobs:
+            try:
+                fsync_file(path)
+            except FileNotFoundError:
+                log.warning("blob file %s vanished before its fsync: written again", path)
+                atomic_write(path, data)
+            folders[path.parent] = None
+            del ref
+        for folder in folders:
+            fsync_dir(folder)
+
+    def _sync_unsynced(self) -> None:
+        try:
+            self.sync_blobs([("", data, path) for path, data in self.unsynced.items()])
+        except OSError as exc:
+            raise StoreError(f"the store owner could not fsync blob files of {self.home} "
+                             f"({exc}); their copies stay in {self.log.path}") from exc
+        self.unsynced.clear()
+
     def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Write every deferred row to DuckDB in one transaction (outside any other)."""
+        """Write every deferred row to DuckDB in one transaction (outside any other).
+        Blob files the log holds copies of are fsynced first: the log is emptied after."""
         if not self.pending:
+            if self.unsynced:  # only blobs wait: make them durable, empty the log
+                self._sync_unsynced()
+                self.log.truncate()
             return
+        self._sync_unsynced()
         con.execute("BEGIN TRANSACTION")
         try:
             owner_log.apply(con, self.pending)
