@@ -1,7 +1,8 @@
-"""Settings: the only module of OSIRIS that reads the environment.
+"""Settings: what OSIRIS is configured with, parsed from the environment.
 
 Entry points (the CLI, the MCP server, the benchmark) call :func:`Settings.from_env`
-once and pass the result down; nothing else looks at ``os.environ``. A bad value
+once and pass the result down; nothing else looks at the environment (which
+:mod:`osiris.environ` alone reads). A bad value
 raises :class:`~osiris.errors.ConfigError` whose message is one line naming the
 variable and what it accepts, so a misconfigured server fails at start, not on
 the first tool call.
@@ -10,12 +11,12 @@ the first tool call.
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
+from osiris import environ
 from osiris.errors import ConfigError
 
 T = TypeVar("T")
@@ -115,6 +116,9 @@ class Settings:
     """OSIRIS_HOOK_TOOL: ``on`` lists ``osiris_hook``, the tool Claude Code's ``mcp_tool``
     hooks call (``osiris install claude-code`` sets it in the server's environment), so
     that a hooked tool call costs no new process; ``off`` (the default) leaves it out."""
+    early_answers: bool = True
+    """OSIRIS_EARLY_ANSWERS: a stdio server answers the handshake and the first
+    ``tools/list`` from its last start's answers while the MCP SDK loads."""
 
     @property
     def db_path(self) -> Path:
@@ -159,14 +163,14 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Read every OSIRIS_* variable; raise ConfigError naming the first bad one."""
-        env = os.environ if env is None else env
+        env = environ.current() if env is None else env
         defaults = cls()
-        home_raw = env.get("OSIRIS_HOME", "").strip()
-        home = Path(home_raw).expanduser() if home_raw else defaults.home
+        home = Path(environ.home_path(env))
         if home.exists() and not home.is_dir():
-            raise ConfigError(f"OSIRIS_HOME={home_raw!r} exists but is not a directory")
+            raise ConfigError(f"OSIRIS_HOME={env.get('OSIRIS_HOME', '')!r} exists but is not "
+                              "a directory")
         return cls(
-            home=home.absolute(),
+            home=home,
             roots=_parse_roots(env.get("OSIRIS_ROOTS", "")),
             cache_ttl_s=_get(env, "OSIRIS_CACHE_TTL_S", defaults.cache_ttl_s, _positive_int,
                              "a positive whole number of seconds, e.g. 300"),
@@ -238,6 +242,7 @@ class Settings:
                               _positive_float, "a positive number of seconds, e.g. 120"),
             write_behind=_get(env, "OSIRIS_WRITE_BEHIND", True, _on_off, "on or off"),
             hook_tool=_get(env, "OSIRIS_HOOK_TOOL", False, _on_off, "on or off"),
+            early_answers=_get(env, "OSIRIS_EARLY_ANSWERS", True, _on_off, "on or off"),
         )._checked()
 
 
@@ -399,12 +404,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def process_environment() -> dict[str, str]:
-    """A copy of this process's environment, for what runs a command in it as it is
-    (``osiris run``): the variables are passed on, not interpreted."""
-    return dict(os.environ)
 
 
 _PATH_FIELDS = ("home", "operating_context_path", "user_home", "codex_home",

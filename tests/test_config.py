@@ -57,3 +57,37 @@ def test_home_that_is_a_file_is_refused(tmp_path: Path) -> None:
     result = run_cli("health", env={"OSIRIS_HOME": str(f)})
     assert result.returncode == 2
     assert "OSIRIS_HOME" in result.stderr
+
+
+def test_light_clients_send_every_variable_the_settings_read() -> None:
+    # Hooks send the owner environ.settings_variables(); the owner parses them with
+    # Settings.from_env. A variable from_env reads that is not sent would be lost.
+    import ast
+    import inspect
+
+    from osiris import config, environ
+
+    read = {node.args[1].value if isinstance(node.func, ast.Name) else node.args[0].value
+            for node in ast.walk(ast.parse(inspect.getsource(config)))
+            if isinstance(node, ast.Call) and node.args
+            and ((isinstance(node.func, ast.Name) and node.func.id == "_get"
+                  and isinstance(node.args[1], ast.Constant))
+                 or (isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                     and isinstance(node.args[0], ast.Constant)
+                     and isinstance(node.args[0].value, str)
+                     and node.args[0].value.isupper()))}
+    assert len(read) > 30
+    assert all(name.startswith(environ.PREFIX) or name in environ.OTHER_NAMES for name in read)
+
+
+def test_light_and_full_settings_agree_on_the_home(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from osiris import environ
+
+    monkeypatch.chdir(tmp_path)
+    for raw in ("", "rel/../home", "~/x", str(tmp_path / "abs")):
+        env = {"OSIRIS_HOME": raw, "HOME": str(tmp_path)}
+        sent = environ.settings_variables(env)
+        assert Settings.from_env(env).home == Settings.from_env(sent).home \
+            == Path(sent["OSIRIS_HOME"])
+        assert Path(sent["OSIRIS_HOME"]).is_absolute()

@@ -1,23 +1,31 @@
 """``osiris hook CLIENT EVENT``: the process a client starts for each hook call.
 
-It is on the path of every tool call, so it imports as little as it can: the settings,
-the standard library and the owner's client (:mod:`osiris.store.owner_client`). The
-store owner runs the hook (:func:`osiris.clients.hooks.run_hook`, with its engine) and
-this process prints the answer. Only when no owner can serve, or to report a problem,
-does it load the hook module itself and do the work here.
+It is on the path of every tool call, so it imports as little as it can: ``os``,
+``json`` and the owner's client (:mod:`osiris.store.owner_client`), reading its
+variables with :mod:`osiris.environ`. The store owner parses them into settings, runs
+the hook (:func:`osiris.clients.hooks.run_hook`, with its engine) and this process prints
+the answer. Only when no owner can serve, or to report a problem, does it load the
+settings and the hook module and do the work here. ``osiris install`` writes the command
+as ``PYTHON -S -P …/osiris/launch.py hook CLIENT EVENT`` (:mod:`osiris.launch`), which
+also skips ``site``.
 """
 
 from __future__ import annotations
 
 import sys
 
-from osiris.config import Settings, settings_to_wire
-from osiris.core.client_hooks import CLIENTS, EVENTS
+from osiris import environ
 from osiris.errors import ConfigError, OsirisError
+from osiris.launch import full_path
+
+CLIENTS = ("claude-code", "codex")
+""":data:`osiris.core.client_hooks.CLIENTS` (a test keeps them equal; importing that
+module costs the hook's start ``dataclasses`` and ``re``)."""
+EVENTS = ("pre-tool-use", "post-tool-use", "session-start")
+""":data:`osiris.core.client_hooks.EVENTS`."""
 
 
-def run_hook_via_owner(settings: Settings, event: str, raw: bytes,
-                       client: str = "claude-code") -> tuple[str, int]:
+def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> tuple[str, int]:
     """The hook handled by the home's store owner (started if none runs): the decision
     JSON and the exit code. Where no owner can serve, the hook runs in this process
     instead; a call the owner may have recorded before it died is not repeated."""
@@ -26,15 +34,16 @@ def run_hook_via_owner(settings: Settings, event: str, raw: bytes,
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return _in_process(settings, event, raw, client)  # it reports the bad input
-    owner = OwnerClient(settings.home, settings_to_wire(settings))
+        return _in_process(event, raw, client)  # it reports the bad input
+    variables = environ.settings_variables()
+    owner = OwnerClient(variables["OSIRIS_HOME"], environment=variables)
     try:
         result, _ = owner.request({"op": "hook", "client": client, "event": event,
                                    "raw": text})
     except OwnerLost as exc:
-        return _skipped(settings, event, f"{exc.code}: {exc}", raw)
+        return _skipped(event, f"{exc.code}: {exc}", raw, with_settings=True)
     except OsirisError:  # no owner: do the work here, as without one
-        return _in_process(settings, event, raw, client)
+        return _in_process(event, raw, client)
     finally:
         owner.close()
     if result.get("stderr"):
@@ -42,17 +51,31 @@ def run_hook_via_owner(settings: Settings, event: str, raw: bytes,
     return str(result.get("stdout") or ""), int(result.get("exit_code") or 0)
 
 
-def _in_process(settings: Settings, event: str, raw: bytes, client: str) -> tuple[str, int]:
+def _in_process(event: str, raw: bytes, client: str) -> tuple[str, int]:
+    full_path()  # the hook is done here: the installed packages are needed
     from osiris.clients.hooks import run_hook
+    from osiris.config import Settings
 
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        return _skipped(event, f"configuration error: {exc}", raw)
     outcome = run_hook(settings, event, raw, client)
     return outcome.stdout, outcome.exit_code
 
 
-def _skipped(settings: Settings | None, event: str, problem: str,
-             raw: bytes) -> tuple[str, int]:
+def _skipped(event: str, problem: str, raw: bytes, *,
+             with_settings: bool = False) -> tuple[str, int]:
+    full_path()  # the hook is done here: the installed packages are needed
     from osiris.clients.hooks import skipped
+    from osiris.config import Settings
 
+    settings = None
+    if with_settings:
+        try:
+            settings = Settings.from_env()
+        except ConfigError:
+            settings = None
     outcome = skipped(settings, event, problem, raw)
     return outcome.stdout, outcome.exit_code
 
@@ -62,22 +85,16 @@ def main(argv: list[str]) -> int:
     JSON on stdin, its decision JSON on stdout, exit 0 whatever OSIRIS's problem."""
     raw = sys.stdin.buffer.read()
     if len(argv) != 2 or argv[1] not in EVENTS:
-        stdout, code = _skipped(None, argv[1] if len(argv) > 1 else "?",
+        stdout, code = _skipped(argv[1] if len(argv) > 1 else "?",
                                 "usage: osiris hook claude-code|codex " + "|".join(EVENTS),
                                 raw)
     elif argv[0] not in CLIENTS:
-        stdout, code = _skipped(None, argv[1], f"unknown client {argv[0]!r}: use "
+        stdout, code = _skipped(argv[1], f"unknown client {argv[0]!r}: use "
                                 + " or ".join(CLIENTS), raw)
-    else:
-        try:
-            settings = Settings.from_env()
-        except ConfigError as exc:
-            stdout, code = _skipped(None, argv[1], f"configuration error: {exc}", raw)
-        else:
-            if settings.store_owner:
-                stdout, code = run_hook_via_owner(settings, argv[1], raw, argv[0])
-            else:
-                stdout, code = _in_process(settings, argv[1], raw, argv[0])
+    elif environ.current().get("OSIRIS_STORE_OWNER", "").strip().lower() in ("", "on"):
+        stdout, code = run_hook_via_owner(argv[1], raw, argv[0])
+    else:  # off, or a bad value that the settings will name
+        stdout, code = _in_process(argv[1], raw, argv[0])
     if stdout:
         sys.stdout.write(stdout + "\n")
     return code

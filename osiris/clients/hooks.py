@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from osiris.clients.launcher import launch_words
 from osiris.config import Settings
 from osiris.core import client_hooks, routing
 from osiris.core.client_hooks import HookCall
@@ -60,9 +61,10 @@ class HookOutcome:
 
 def runner_prefix(settings: Settings, client: str, session_id: str,
                   threshold: int | None = None) -> str:
-    """The shell-quoted ``osiris run`` a rewritten command starts with: this Python, the
-    hook's home and roots, the session (so the stored output joins its task)."""
-    words = [shlex.quote(sys.executable), "-m", "osiris", "run", "--client", client,
+    """The shell-quoted ``osiris run`` a rewritten command starts with: this Python
+    (:mod:`osiris.clients.launcher`), the hook's home and roots, the session (so the
+    stored output joins its task)."""
+    words = [*launch_words(sys.executable), "run", "--client", client,
              "--session", shlex.quote(session_id), "--home", shlex.quote(str(settings.home))]
     if settings.roots:
         words += ["--roots", shlex.quote(";".join(str(r) for r in settings.roots))]

@@ -40,6 +40,7 @@ from typing import Any
 from osiris.clients import codex_toml, files
 from osiris.clients.files import InstallRecord
 from osiris.clients.jsonedit import JsonDocument, dumps_new
+from osiris.clients.launcher import OWN_COMMAND, launch_words
 from osiris.config import Settings
 from osiris.core.client_hooks import HOOK_FIELDS
 from osiris.errors import ConfigError, InvalidInputError
@@ -59,7 +60,9 @@ HOOK_EVENTS = {"PreToolUse": "pre-tool-use", "PostToolUse": "post-tool-use",
 CLIENT_HOOK_EVENTS = {"claude-code": tuple(HOOK_EVENTS),
                       "codex": ("PreToolUse", "PostToolUse", "SessionStart")}
 HOOK_MATCHERS = {"SessionStart": "compact"}
-HOOK_MARKS = (" -m osiris hook claude-code ", " -m osiris hook codex ")
+HOOK_CLIENTS = ("claude-code ", "codex ")
+"""After ``… hook `` (:data:`~osiris.clients.launcher.OWN_COMMAND`): OSIRIS's hook
+commands."""
 HOOK_TIMEOUT_S = 10
 TITLES = {"claude-code": "Claude Code", "codex": "Codex", "cursor": "Cursor"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -139,9 +142,10 @@ class InstallRequest:
         return entry
 
     def hook_command(self, event_arg: str) -> str:
-        """``OSIRIS_HOME=… '/path/python' -m osiris hook CLIENT EVENT``, shell-quoted."""
+        """``OSIRIS_HOME=… '/path/python' -S -P …/launch.py hook CLIENT EVENT`` (or
+        ``-m osiris hook …``: :mod:`osiris.clients.launcher`), shell-quoted."""
         words = [f"{key}={shlex.quote(value)}" for key, value in self.env().items()]
-        words += [shlex.quote(self.python), "-m", "osiris", "hook", self.client, event_arg]
+        words += [*launch_words(self.python), "hook", self.client, event_arg]
         return " ".join(words)
 
     def hook_groups(self) -> dict[str, dict[str, Any] | None]:
@@ -451,7 +455,9 @@ def is_own_handler(handler: Any, name: str) -> bool:
     if not isinstance(handler, dict):
         return False
     if handler.get("type") == "command":
-        return any(mark in str(handler.get("command", "")) for mark in HOOK_MARKS)
+        command = str(handler.get("command", ""))
+        return any(m.group(1) == "hook" and command[m.end():].startswith(HOOK_CLIENTS)
+                   for m in OWN_COMMAND.finditer(command))
     return handler.get("type") == "mcp_tool" and handler.get("server") == name \
         and str(handler.get("tool", "")).startswith("osiris_")
 

@@ -16,39 +16,45 @@ part. Whatever goes wrong on OSIRIS's side (no spool, a busy or broken home, out
 is not UTF-8 or over ``OSIRIS_MAX_PAYLOAD_BYTES``) the output is printed verbatim and one
 line goes to ``$OSIRIS_HOME/hooks.log``: a command never breaks because of OSIRIS.
 
-This module imports only the standard library (and :mod:`osiris.config`, which
-``python -m osiris`` has loaded anyway) until the command has finished, so the command
-starts within a Python start-up of being asked.
+Until the command has finished this module imports nothing but ``os``, ``sys``,
+``_signal`` and :mod:`osiris.environ` (the command is started with ``posix_spawn``, not
+``subprocess``; ``signal``'s enum conversions alone cost milliseconds), so the command
+starts within a bare Python start-up of being asked: ``osiris install`` has clients run
+it as ``PYTHON -S -P …/osiris/launch.py run`` (:mod:`osiris.launch`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
-import subprocess
 import sys
-import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import IO, Any
 
-from osiris.config import process_environment
+from osiris.environ import process_environment
 
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Sequence
+    from typing import IO, Any
+else:
+    import _signal
+
+FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT)
 SHELLS = ("bash", "zsh", "sh")
 CHUNK = 1 << 16
 EXIT_USAGE = 2
 OPTIONS = ("--shell", "--session", "--client", "--home", "--roots", "--threshold")
 """``--threshold N``: print outputs of at most N tokens verbatim (the hook passes the
 ``[routing] shell_preview_tokens`` in force)."""
+DEFAULT_THRESHOLD = 1_500
+"""Without ``--threshold``: :attr:`RoutingConfig.shell_preview_tokens`'s default (a test
+keeps them equal; importing ``core.routing`` costs every command its ``re``)."""
 
 
 def default_shell(env: dict[str, str]) -> str:
     """``$SHELL`` when it is bash, zsh or sh (as Claude Code picks), else bash."""
     shell = env.get("SHELL", "")
-    return shell if Path(shell).name in SHELLS and os.access(shell, os.X_OK) else "bash"
+    return shell if os.path.basename(shell) in SHELLS and os.access(shell, os.X_OK) \
+        else "bash"
 
 
 def _parse(argv: Sequence[str]) -> tuple[dict[str, str], str] | str:
@@ -79,58 +85,60 @@ def main(argv: Sequence[str]) -> int:
     options, command = parsed
     env = process_environment()
     shell = options.get("shell") or default_shell(env)
-    home = Path(options.get("home") or env.get("OSIRIS_HOME") or "~/.osiris").expanduser()
+    home = os.path.expanduser(options.get("home") or env.get("OSIRIS_HOME") or "~/.osiris")
     try:
-        spool_dir = home / "spool"
-        spool_dir.mkdir(parents=True, exist_ok=True)
+        spool_dir = os.path.join(home, "spool")
+        os.makedirs(spool_dir, exist_ok=True)
         spool = _spool_file(spool_dir)
     except OSError as exc:  # nowhere to keep the output: run the command untouched
         _log(home, f"no spool ({exc}); ran uncaptured")
         os.execvp(shell, [shell, "-c", command])  # noqa: S606 - the command, as asked
     with spool:
-        status = _run(shell, command, spool)
+        status = _run(shell, command, spool, env)
         _show(spool, status, command, options, home, env)
     return _exit(status)
 
 
-def _run(shell: str, command: str, spool: IO[bytes]) -> int:
-    """Run the command, stream its output to ``spool``; its wait status (negative:
-    killed by that signal)."""
-    child = subprocess.Popen([shell, "-c", command], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, stdin=None, close_fds=True)
+def _run(shell: str, command: str, spool: IO[bytes], env: dict[str, str]) -> int:
+    """Run the command, stream its output to ``spool``; its exit code (negative: killed
+    by that signal)."""
+    read_end, write_end = os.pipe()  # both close-on-exec; the child's dup2 copies are not
+    try:
+        pid = os.posix_spawnp(shell, [shell, "-c", command], env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, write_end, 1), (os.POSIX_SPAWN_DUP2, write_end, 2)])
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
     previous = {}
     for sig in FORWARDED:
-        with contextlib.suppress(OSError, ValueError):
-            previous[sig] = signal.signal(sig, lambda number, _frame: _forward(child, number))
+        try:
+            previous[sig] = _signal.signal(sig, lambda number, _frame: _forward(pid, number))
+        except (OSError, ValueError):  # not settable here (not the main thread)
+            pass
     try:
-        assert child.stdout is not None
-        fd = child.stdout.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, CHUNK)
-            except InterruptedError:
-                continue
-            if not chunk:
-                break
-            spool.write(chunk)
-        child.stdout.close()
-        while True:
-            try:
-                return child.wait()
-            except InterruptedError:
-                continue
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(CHUNK):  # EINTR is retried (PEP 475)
+                spool.write(chunk)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
     finally:
         for sig, handler in previous.items():
-            with contextlib.suppress(OSError, ValueError):
-                signal.signal(sig, handler)
+            try:
+                _signal.signal(sig, handler)
+            except (OSError, ValueError):
+                pass
 
 
-def _forward(child: subprocess.Popen[bytes], number: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        child.send_signal(number)
+def _forward(pid: int, number: int) -> None:
+    try:
+        os.kill(pid, number)
+    except ProcessLookupError:  # it has just ended
+        pass
 
 
-def _spool_file(directory: Path) -> IO[bytes]:
+def _spool_file(directory: str) -> IO[bytes]:
     """An unnamed file in ``directory`` (gone when closed, or when this process dies).
     ``O_TMPFILE`` first: ``tempfile`` costs a few ms of imports on every command."""
     flag = getattr(os, "O_TMPFILE", 0)
@@ -148,7 +156,7 @@ def _exit(status: int) -> int:
     """The command's exit status; a command killed by a signal kills us with it."""
     if status < 0:
         sys.stdout.flush()
-        signal.signal(-status, signal.SIG_DFL)
+        _signal.signal(-status, _signal.SIG_DFL)
         os.kill(os.getpid(), -status)
         return 128 - status  # if the signal does not end us (it is ignored or stopped)
     return status
@@ -163,7 +171,7 @@ def _verbatim(spool: IO[bytes]) -> None:
 
 
 def _show(spool: IO[bytes], status: int, command: str, options: dict[str, str],
-          home: Path, env: dict[str, str]) -> None:
+          home: str, env: dict[str, str]) -> None:
     """Print the output verbatim, or store it and print its preview (see the docstring)."""
     size = spool.tell()
     try:
@@ -179,19 +187,24 @@ def _show(spool: IO[bytes], status: int, command: str, options: dict[str, str],
 
 
 def _stored_preview(spool: IO[bytes], size: int, status: int, command: str,
-                    options: dict[str, str], home: Path, env: dict[str, str]) -> str | None:
+                    options: dict[str, str], home: str, env: dict[str, str]) -> str | None:
     if size == 0:
         return None
-    from osiris.config import Settings  # the heavy part starts here, after the command
-    from osiris.core.routing import RoutingConfig, run_footer
+    threshold = int(options.get("threshold") or DEFAULT_THRESHOLD)
+    if size <= threshold:
+        return None  # small (a token is at least a byte): no need to load anything
+    from osiris.launch import full_path
 
-    threshold = int(options.get("threshold") or RoutingConfig.shell_preview_tokens)
-    overrides = {"OSIRIS_HOME": str(home)}
+    full_path()  # the heavy part starts here, after the command
+    from osiris.config import Settings
+    from osiris.core.routing import run_footer
+
+    overrides = {"OSIRIS_HOME": home}
     if "roots" in options:
         overrides["OSIRIS_ROOTS"] = options["roots"]
     settings = Settings.from_env({**env, **overrides})
-    if size <= threshold or size > settings.max_payload_bytes:
-        return None  # small (a token is at least a byte), or over what OSIRIS holds
+    if size > settings.max_payload_bytes:
+        return None  # over what OSIRIS holds
     spool.seek(0)
     text = spool.read().decode("utf-8")  # not UTF-8: shown verbatim (lossless)
     session = options.get("session")
@@ -226,11 +239,16 @@ def _stored_preview(spool: IO[bytes], size: int, status: int, command: str,
         ref=str(answer["ref"])) + "\n"
 
 
-def _log(home: Path, problem: str) -> None:
+def _log(home: str, problem: str) -> None:
+    import json
+    import time
+
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "client": "osiris-run", "event": "run", "problem": problem})
-    with contextlib.suppress(OSError):
-        home.mkdir(parents=True, exist_ok=True)
-        with (home / "hooks.log").open("a", encoding="utf-8") as fh:
+    try:
+        os.makedirs(home, exist_ok=True)
+        with open(os.path.join(home, "hooks.log"), "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+    except OSError:  # the log is a courtesy: the output has been shown
+        pass
 

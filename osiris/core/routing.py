@@ -53,7 +53,12 @@ _BACKGROUND = re.compile(r"(?<![&>|<])&(?![&>])")
 _CHDIR = re.compile(r"(^|[;&|(\n`{]|\$\()\s*(cd|pushd|popd)(\s|$|;)")
 _LEADING_CD = re.compile(r"^\s*(cd\s+(?:'[^']*'|\"[^\"$`\\]*\"|[^\s;&|<>()$`'\"\\]+))\s*&&\s*")
 WRAP_MARK = " -m osiris run "
-"""What every command ``osiris run`` wraps contains (and what marks it as wrapped)."""
+"""The shortest form of the ``osiris run`` prefix (a stand-in where only the decision is
+wanted)."""
+OSIRIS_COMMAND = re.compile(r"(?: -m osiris|launch\.py'?) (hook|run) ")
+"""What every command OSIRIS writes contains: ``PYTHON -m osiris run|hook …`` or
+``PYTHON -S -P …/osiris/launch.py run|hook …`` (:mod:`osiris.clients.launcher`); a
+command with ``run`` here is wrapped already."""
 
 
 class RoutingError(ValueError):
@@ -229,7 +234,8 @@ def wrap_command(command: object, tool_input: dict[str, Any],  # noqa: PLR0911 -
         return Wrap(None, "routing.shell is off")
     if not isinstance(command, str) or not command.strip():
         return Wrap(None, "no command")
-    if WRAP_MARK in command or "osiris run --" in command:
+    if "osiris run --" in command or any(m.group(1) == "run"
+                                         for m in OSIRIS_COMMAND.finditer(command)):
         return Wrap(None, "already wrapped")
     if tool_input.get("run_in_background") is True:
         return Wrap(None, "runs in the background")
@@ -256,9 +262,10 @@ def wrap_command(command: object, tool_input: dict[str, Any],  # noqa: PLR0911 -
 
 def unwrap_command(command: str) -> str | None:
     """The agent's own command inside a wrapped one (``cd DIR && `` kept), else None."""
-    mark = command.find(WRAP_MARK)
-    if mark < 0:
+    found = next((m for m in OSIRIS_COMMAND.finditer(command) if m.group(1) == "run"), None)
+    if found is None:
         return None
+    mark = found.start()
     start = command.rfind(" && ", 0, mark)
     prefix = command[:start + 4] if start >= 0 and _LEADING_CD.match(command[:start + 4]) \
         else ""

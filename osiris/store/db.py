@@ -422,13 +422,14 @@ def ask_owner_to_release(home: Path) -> bool:
         return False
     if sock is None:
         return False
-    with sock:
-        try:
-            sock.settimeout(5.0)
-            owner_client.send_frame(sock, {"op": "release"})
-            reply, _ = owner_client.recv_frame(sock, 1 << 20)
-        except (OSError, EOFError, ValueError):
-            return False
+    try:
+        sock.settimeout(5.0)
+        owner_client.send_frame(sock, {"op": "release"})
+        reply, _ = owner_client.recv_frame(sock, 1 << 20)
+    except (OSError, EOFError, ValueError):
+        return False
+    finally:
+        sock.close()
     log.info("asked the store owner of %s to release the database", home)
     return bool(reply.get("ok"))
 

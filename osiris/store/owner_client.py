@@ -3,6 +3,9 @@ starting the owner when none runs.
 
 This module imports only the standard library (and :mod:`osiris.errors`): hooks and
 ``osiris run`` use it on every tool call, so it must cost a Python start-up and no more.
+It works on path strings and the ``_socket`` module under ``socket`` (whose enum
+conversions, like ``pathlib`` and ``typing``, cost milliseconds of every hook's start);
+the sockets are the same objects.
 
 Wire format, both ways: a frame is a 4-byte big-endian length and that many bytes of
 UTF-8 JSON (an object). A reply may announce ``"binary": N``; N raw bytes follow it (a
@@ -17,17 +20,22 @@ and the owner checks every peer's uid (``SO_PEERCRED``); this side checks the ow
 
 from __future__ import annotations
 
+import _socket as socket
 import errno
 import json
 import os
-import socket
 import struct
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
 from osiris import errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    PathLike = str | os.PathLike[str]
 
 HEADER = struct.Struct(">I")
 MAX_REQUEST_BYTES = 96 << 20
@@ -52,26 +60,36 @@ class OwnerLost(errors.StoreError):
     code = "owner_lost"
 
 
-def socket_path(home: Path) -> Path:
+def socket_path(home: PathLike) -> Path:
     """Where the owner of ``home`` listens (see the module docstring)."""
-    direct = home / SOCKET_NAME
-    if len(os.fsencode(str(direct))) <= _SUN_PATH_MAX:
+    from pathlib import Path
+
+    return Path(socket_address(home))
+
+
+def socket_address(home: PathLike) -> str:
+    """:func:`socket_path` as a string (what the light clients use)."""
+    direct = os.path.join(os.fspath(home), SOCKET_NAME)
+    if len(os.fsencode(direct)) <= _SUN_PATH_MAX:
         return direct
     import hashlib
 
-    digest = hashlib.sha256(os.fsencode(str(home))).hexdigest()[:24]
-    return _private_dir() / f"{digest}.sock"
+    digest = hashlib.sha256(os.fsencode(os.fspath(home))).hexdigest()[:24]
+    return os.path.join(_private_dir(), f"{digest}.sock")
 
 
-def _private_dir() -> Path:
+def _private_dir() -> str:
     """``/tmp/osiris-<uid>``, created 0700; refused when another user owns it or it is
     open to others (a socket there could be someone else's)."""
     import stat
     import tempfile
 
-    base = Path(tempfile.gettempdir()) / f"osiris-{os.getuid()}"
+    base = os.path.join(tempfile.gettempdir(), f"osiris-{os.getuid()}")
     try:
-        base.mkdir(mode=0o700, exist_ok=True)
+        try:  # noqa: SIM105 - contextlib would cost every hook's start its imports
+            os.mkdir(base, 0o700)
+        except FileExistsError:
+            pass
         info = os.lstat(base)
     except OSError as exc:
         raise OwnerUnavailable(f"cannot create the owner socket directory {base}: {exc}") \
@@ -153,14 +171,21 @@ class OwnerClient:
     """One connection to the owner of a home, opened (and the owner started) on first use.
 
     ``settings`` is the caller's settings as :func:`osiris.config.settings_to_wire` gives
-    them: the owner runs the engine with them. Not thread-safe: one per thread.
+    them: the owner runs the engine with them. A light client (a hook) that has not parsed
+    its settings passes ``environment``, the variables of
+    :func:`osiris.environ.settings_variables`, instead: the owner parses them. Not
+    thread-safe: one per thread.
     """
 
-    def __init__(self, home: Path, settings: dict[str, Any], *, spawn: bool = True,
+    def __init__(self, home: PathLike, settings: dict[str, Any] | None = None, *,
+                 environment: dict[str, str] | None = None, spawn: bool = True,
                  env: dict[str, str] | None = None,
                  start_timeout_s: float = START_TIMEOUT_S) -> None:
+        if (settings is None) == (environment is None):
+            raise TypeError("give the owner client settings or environment, not both")
         self.home = home
-        self.settings = settings
+        self.settings_key = "settings" if environment is None else "environment"
+        self.settings = settings if environment is None else environment
         self.spawn = spawn
         self.env = env
         self.start_timeout_s = start_timeout_s
@@ -183,7 +208,7 @@ class OwnerClient:
         """Send one request and return its result (and binary tail); raise the OSIRIS
         error of an error reply. A dead connection is re-opened, once, before the request
         is sent; a connection lost after sending raises :class:`OwnerLost`."""
-        doc = {**doc, "settings": self.settings}
+        doc = {**doc, self.settings_key: self.settings}
         for attempt in (1, 2):
             sock = self._connected()
             try:
@@ -219,7 +244,7 @@ class OwnerClient:
         if self._sock is not None:
             return self._sock
         started = time.monotonic()
-        path = socket_path(self.home)
+        path = socket_address(self.home)
         sock = try_connect(path)
         if sock is None:
             if not self.spawn:
@@ -229,7 +254,7 @@ class OwnerClient:
         self._sock = sock
         return sock
 
-    def _start_and_connect(self, path: Path) -> socket.socket:
+    def _start_and_connect(self, path: str) -> socket.socket:
         start_owner(self.home, self.env)
         deadline = time.monotonic() + self.start_timeout_s
         delay = 0.002
@@ -239,7 +264,7 @@ class OwnerClient:
                 return sock
             time.sleep(delay)
             delay = min(delay * 1.5, 0.05)
-        log_tail = _tail(self.home / "owner.log")
+        log_tail = _tail(os.path.join(self.home, "owner.log"))
         raise OwnerUnavailable(
             f"the store owner of {self.home} did not start within {self.start_timeout_s:g}s"
             + (f"; its log ends: {log_tail}" if log_tail else "")
@@ -247,12 +272,12 @@ class OwnerClient:
             "database in each process")
 
 
-def try_connect(path: Path) -> socket.socket | None:
+def try_connect(path: PathLike) -> socket.socket | None:
     """A connection to the owner at ``path``, checked to be this user's; None when no
     owner listens there (no socket, or a stale one)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(os.fsencode(str(path)))
+        sock.connect(os.fsencode(path))
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENOTSOCK):
@@ -268,26 +293,27 @@ def try_connect(path: Path) -> socket.socket | None:
     return sock
 
 
-def start_owner(home: Path, env: dict[str, str] | None = None) -> None:
+def start_owner(home: PathLike, env: dict[str, str] | None = None) -> None:
     """Start ``python -m osiris owner`` for ``home``, detached from this process (its own
     session, no terminal, stderr to ``owner.log``). Two starters race harmlessly: the
     second owner finds the lock taken and exits."""
     import subprocess
 
-    home.mkdir(parents=True, exist_ok=True)
+    os.makedirs(home, exist_ok=True)
     # Through a shell that starts it in the background and exits at once: the owner is
     # then nobody's child (no zombie when it dies, nothing for this process to reap).
-    with open(home / "owner.log", "ab") as log:
+    with open(os.path.join(home, "owner.log"), "ab") as log:
         subprocess.run(  # our own interpreter and module
             ["/bin/sh", "-c", '"$@" &', "osiris-owner-start", sys.executable, "-m",
-             "osiris", "owner", "--home", str(home)],
+             "osiris", "owner", "--home", os.fspath(home)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             start_new_session=True, close_fds=True, env=env, cwd="/", check=False)
 
 
-def _tail(path: Path, limit: int = 400) -> str:
+def _tail(path: str, limit: int = 400) -> str:
     try:
-        data = path.read_bytes()[-limit:]
+        with open(path, "rb") as fh:
+            data = fh.read()[-limit:]
     except OSError:
         return ""
     return data.decode("utf-8", "replace").strip().replace("\n", " | ")

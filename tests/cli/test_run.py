@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.engine import Engine
 from tests.conftest import home_rows
@@ -18,7 +19,8 @@ REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
 
 def run(command: str, *options: str, stdin: bytes | None = None, cwd: Path | None = None,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "osiris", "run", *options, "--", command],
+    # As a client runs it once a hook has wrapped the command (clients.launcher).
+    return subprocess.run(launch_argv(sys.executable, "run", *options, "--", command),
                           input=stdin, capture_output=True, timeout=120, cwd=cwd,
                           env={**os.environ, **(env or {})}, check=False)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from osiris.clients.launcher import launch_argv
 from osiris.core import routing
 from osiris.core.tokens import default_counter
 from tests.clients import payloads
@@ -93,7 +94,7 @@ def test_recorded_calls_are_prechecked_and_observed(tool: str, osiris_home: Path
             command = sample["pre"]["tool_input"]["command"]
             assert updated == {**sample["pre"]["tool_input"], "command": updated["command"]}
             assert routing.unwrap_command(updated["command"]) == command
-            assert " -m osiris run --client claude-code --session " in updated["command"]
+            assert "launch.py run --client claude-code --session " in updated["command"]
         assert again == {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}
         again = {}
     assert before == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
@@ -274,8 +275,8 @@ def test_a_new_session_seen_by_concurrent_hooks_gets_one_task(osiris_home: Path)
 
     def one(i: int) -> int:
         body = {**payload, "tool_input": {"file_path": f"/w/f{i}.py"}}
-        return subprocess.run([sys.executable, "-m", "osiris", "hook", "claude-code",
-                               "pre-tool-use"], input=json.dumps(body), text=True,
+        return subprocess.run(launch_argv(sys.executable, "hook", "claude-code",
+                                          "pre-tool-use"), input=json.dumps(body), text=True,
                               capture_output=True, env=osiris_env(), cwd=REPO,
                               timeout=120, check=False).returncode
 
@@ -487,3 +488,13 @@ def test_a_post_commit_failure_is_logged_as_recorded_not_as_unchecked(
     health = json.loads(run_cli("health").stdout)
     hooks = health["client_hooks"]
     assert hooks["skipped"] == 0 and hooks["recorded_with_problems"] == 1
+
+
+def test_the_light_entry_points_name_what_the_core_names() -> None:
+    # hook_entry and runner keep copies so that a hook's start imports no core module.
+    from osiris.clients import hook_entry, runner
+    from osiris.core import client_hooks
+
+    assert hook_entry.CLIENTS == client_hooks.CLIENTS
+    assert hook_entry.EVENTS == client_hooks.EVENTS
+    assert routing.RoutingConfig().shell_preview_tokens == runner.DEFAULT_THRESHOLD

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-HOOK_MARK = " -m osiris hook claude-code "
+from osiris.clients.launcher import launch_argv, launch_words
+
+HOOK_MARK = " hook claude-code "  # after the launcher's words (clients.launcher)
 CASES = [(client, scope) for client in ("claude-code", "codex", "cursor")
          for scope in ("user", "project")]
 
@@ -232,8 +234,8 @@ def test_fresh_install_writes_the_entries_and_uninstall_leaves_nothing(
              "command": f"OSIRIS_HOME={shlex.quote(str(world.osiris_home))}"
                         + (f" OSIRIS_ROOTS={shlex.quote(str(world.project.resolve()))}"
                            if scope == "project" else "")
-                        + f" {shlex.quote(sys.executable)} -m osiris hook claude-code "
-                          "session-start"}]}
+                        + " " + " ".join(launch_words(sys.executable))
+                        + " hook claude-code session-start"}]}
     if os.name == "posix" and scope == "user":
         assert all(path.stat().st_mode & 0o777 == 0o600 for path in touched)
 
@@ -457,8 +459,8 @@ def test_hook_command_quotes_paths_with_spaces(world: World, tmp_path: Path) -> 
     settings = project / ".claude" / "settings.json"
     command = own_handlers(settings, "PostToolUse")[0]["command"]
     assert shlex.split(command) == [f"OSIRIS_HOME={home}", f"OSIRIS_ROOTS={project.resolve()}",
-                                    sys.executable, "-m", "osiris", "hook", "claude-code",
-                                    "post-tool-use"]
+                                    *launch_argv(sys.executable, "hook", "claude-code",
+                                                 "post-tool-use")]
     assert (project / ".mcp.json").is_file()
     assert not (world.project / ".mcp.json").exists()
 

@@ -134,7 +134,7 @@ def test_codex_gets_allow_with_the_rewrite(project: Path) -> None:
                env_for(project))
     out = inner(doc)
     assert out["permissionDecision"] == "allow"
-    assert " -m osiris run --client codex " in out["updatedInput"]["command"]
+    assert "launch.py run --client codex " in out["updatedInput"]["command"]
     # A rewrite never overrides an objection.
     (project / ".osiris").mkdir(exist_ok=True)
     (project / ".osiris" / "invariants.toml").write_text(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from osiris.clients.launcher import launch_argv
 from osiris.config import Settings, settings_to_wire
 from osiris.harness.owner_load import kill_owners, owner_pid, spawn_observer, verify
 from osiris.store import owner_client
@@ -299,22 +300,38 @@ def _imported(result: subprocess.CompletedProcess[str]) -> set[str]:
     return names
 
 
-def test_hooks_and_osiris_run_import_nothing_heavy(osiris_home: Path) -> None:
+# What the installed commands (clients.launcher: python -S) leave out on top: each costs
+# every tool call milliseconds of imports (reports/PERF.md).
+START_UP = ("site", "dataclasses", "pathlib", "typing", "subprocess", "socket", "signal",
+            "osiris.config", "osiris.core")
+
+
+def _imported_modules(result: subprocess.CompletedProcess[str]) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["launcher", "python -m osiris"])
+def test_hooks_and_osiris_run_import_nothing_heavy(osiris_home: Path, installed: bool) -> None:
     assert _hook().returncode == 0  # the owner runs: the next calls take the light path
+    python, *launcher = launch_argv(sys.executable)
+    words = [python, "-X", "importtime", *(launcher if installed else ["-m", "osiris"])]
     for event, doc in (("pre-tool-use", PRE),
                        ("post-tool-use", {**PRE, "hook_event_name": "PostToolUse",
                                           "tool_response": {"stdout": "x\n" * 5000}})):
-        result = subprocess.run([sys.executable, "-X", "importtime", "-m", "osiris", "hook",
-                                 "claude-code", event], input=json.dumps(doc),
+        result = subprocess.run([*words, "hook", "claude-code", event], input=json.dumps(doc),
                                 capture_output=True, text=True, timeout=60, check=False)
         assert result.returncode == 0, result.stderr[-500:]
         assert "skipped" not in result.stdout + result.stderr  # the owner answered
         assert not _imported(result) & set(HEAVY), event
-    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "osiris", "run", "--",
-                          "echo small"], capture_output=True, text=True, timeout=60,
-                         check=False)
+        if installed:
+            assert not _imported_modules(result) & set(START_UP), event
+    run = subprocess.run([*words, "run", "--", "echo small"], capture_output=True, text=True,
+                         timeout=60, check=False)
     assert run.stdout == "small\n"
     assert not _imported(run) & set(HEAVY)
+    if installed:
+        assert not _imported_modules(run) & {*START_UP, "json"}
 
 
 def test_the_owner_serves_only_its_own_home(osiris_home: Path, tmp_path: Path) -> None:
