@@ -24,8 +24,8 @@ cache that would otherwise have served; here it is estimated as
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from osiris.errors import InvalidInputError
 
@@ -34,9 +34,9 @@ MAX_DROP_SHOWN = 12
 """The most payloads one prune advice lists (the largest first)."""
 
 
-@dataclass(frozen=True)
-class ContextItem:
-    """A payload OSIRIS believes is in the agent's context."""
+class ContextItem(NamedTuple):
+    """A payload OSIRIS believes is in the agent's context (a NamedTuple: every observe
+    makes one per payload of the task, twice)."""
 
     ref: str
     tokens: int
@@ -47,7 +47,7 @@ class ContextItem:
     zone: str = "C"
 
 
-_ITEM_FIELDS = tuple(f.name for f in fields(ContextItem))
+_ITEM_FIELDS = ContextItem._fields
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
@@ -69,6 +70,23 @@ class RuleSet:
 
     version: str
     rules: tuple[SecretRule, ...]
+    keywords: tuple[str, ...] = ()
+    """Every rule's keywords, in the order of :attr:`keyword_set`'s indices."""
+    keyword_set: Any = None
+    """All keywords as one RE2 set: one linear pass finds which of them a text holds
+    (testing each with ``in`` cost 59 scans of the text; 20x slower on 45 KB)."""
+
+    def candidates(self, lowered: str) -> list[SecretRule]:
+        """The rules worth running on ``lowered``: those without keywords, and those with a
+        keyword in it (in rule order)."""
+        if self.keyword_set is None:
+            return [r for r in self.rules
+                    if not r.keywords or any(k in lowered for k in r.keywords)]
+        found = self.keyword_set.Match(lowered)
+        if not found:  # most texts (a tool name, an argument) hold no keyword at all
+            return [r for r in self.rules if not r.keywords]
+        present = {self.keywords[i] for i in found}
+        return [r for r in self.rules if not r.keywords or not present.isdisjoint(r.keywords)]
 
 
 def compile_rules(document: dict[str, Any]) -> RuleSet:
@@ -89,7 +107,15 @@ def compile_rules(document: dict[str, Any]) -> RuleSet:
             entropy_min=float(raw.get("entropy_min", 0.0)),
             allow=tuple(a.lower() for a in raw.get("allow", ())),
         ))
-    return RuleSet(version=str(document["version"]), rules=tuple(compiled))
+    keywords = tuple(sorted({k for rule in compiled for k in rule.keywords}))
+    keyword_set = None
+    if keywords:
+        keyword_set = re2.Set.SearchSet(options)
+        for keyword in keywords:
+            keyword_set.Add(re.escape(keyword))
+        keyword_set.Compile()
+    return RuleSet(version=str(document["version"]), rules=tuple(compiled),
+                   keywords=keywords, keyword_set=keyword_set)
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,18 +140,40 @@ def marker_for(kind: str, secret: str) -> str:
     return f"[REDACTED:{kind}:{digest}]"
 
 
+class _CharOffsets:
+    """str offsets of increasing byte offsets into UTF-8 ``data`` (one pass in all)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.byte = self.char = 0
+
+    def of(self, byte: int) -> int:
+        if byte < self.byte:  # a group before the last offset asked for: start over
+            self.byte = self.char = 0
+        self.char += len(self.data[self.byte:byte].decode("utf-8"))
+        self.byte = byte
+        return self.char
+
+
 def scrub(text: str, rules: RuleSet | None = None) -> ScrubResult:
     """Replace every secret in ``text``; return the new text and the findings."""
     rules = rules or default_rules()
     lowered = text.lower()
     spans: list[tuple[int, int, SecretRule]] = []
-    for rule in rules.rules:
-        if rule.keywords and not any(k in lowered for k in rule.keywords):
-            continue
-        for match in rule.pattern.finditer(text):
+    candidates = rules.candidates(lowered)
+    # RE2 matches UTF-8: given a str, each rule would encode the whole text again (12 ms
+    # a rule-set on 1 MB). Encoded once here; its byte offsets are the str's when the
+    # text is ASCII, and are converted otherwise.
+    encoded = text.encode("utf-8") if candidates else b""
+    ascii_only = len(encoded) == len(text)
+    for rule in candidates:
+        chars = _CharOffsets(encoded)
+        for match in rule.pattern.finditer(encoded):
             start, end = match.span(rule.group)
             if start < 0 or end <= start:
                 continue
+            if not ascii_only:
+                start, end = chars.of(start), chars.of(end)
             secret = text[start:end]
             if rule.allow and any(a in secret.lower() for a in rule.allow):
                 continue

@@ -137,11 +137,14 @@ class CallRow:
 
 def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
                  args: dict[str, Any], kind: str, ref: str | None, output: str | None,
-                 rules: RuleSet) -> tuple[TaskState, dict[str, Any] | None, CallRow]:
+                 rules: RuleSet, output_digest: str | None = None,
+                 ) -> tuple[TaskState, dict[str, Any] | None, CallRow]:
     """What an observed call means: LoopGuard's view, failures, lessons, test flags.
 
-    ``output`` must already be scrubbed. Returns the new state, LoopGuard's findings
-    for the answer (None when quiet) and the history row to insert after the event.
+    ``output`` must already be scrubbed; ``output_digest``, its SHA-256 where the caller
+    has it (hashing 1 MB again would cost the store's turn a millisecond). Returns the
+    new state, LoopGuard's findings for the answer (None when quiet) and the history row
+    to insert after the event.
     """
     _, args_hash = args_fingerprint(tool, args)
     family = tool_family(tool, args)
@@ -149,7 +152,7 @@ def observe_call(ctx: EngineContext, tx: Tx, state: TaskState, *, tool: str,
     # A failing test run is a failure to LoopGuard even when the shell reported success.
     is_error = kind == "error" or test_failed
     signature = error_signature(family, output or "") if is_error else None
-    result_digest = sha256_hex(output) if output is not None else None
+    result_digest = None if output is None else output_digest or sha256_hex(output)
     fp = loopguard.fingerprint(tool, args_hash, signature.digest if signature
                                else result_digest or "")
     history = load_calls(tx, state.task_id)

@@ -168,7 +168,7 @@ def _by_kind(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: s
     call = facts.pop("_call")
     new, loop, call_row = governance.observe_call(
         ctx, tx, new, tool=call["tool"], args=call["args"], kind=kind, ref=facts.get("ref"),
-        output=call["output"], rules=rules)
+        output=call["output"], output_digest=call.get("output_digest"), rules=rules)
     if loop is not None:
         facts["loop"] = loop
     return _Outcome(replace(new, invariants=len(rules.invariants)), facts, rows, NO_DRIFT,

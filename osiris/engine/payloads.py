@@ -209,8 +209,9 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
         text = file_info.text
         tool = "file"
         call_args = {"path": str(file_info.path)}
-    else:
-        text = _payload_text(ctx, kind, result)
+    else:  # a payload prepared outside the transaction has passed these checks there
+        text = result if isinstance(result, str) and _prepared_for(result) is not None \
+            else _payload_text(ctx, kind, result)
         tool = tool or "unknown"
     args_text, args_hash = args_fingerprint(tool, call_args)
     work = _prepared_for(text)
@@ -220,7 +221,8 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
     cache_key = sha256_hex(f"{args_hash}\u2016{scrubbed_digest}")
 
     # What LoopGuard sees of this call (popped by observe before it answers).
-    call = {"tool": tool, "args": call_args, "output": scrubbed.text}
+    call = {"tool": tool, "args": call_args, "output": scrubbed.text,
+            "output_digest": scrubbed_digest}
     if file_info is not None:
         for record in state.files:
             if record.path == str(file_info.path) and record.sha256 == scrubbed_digest:

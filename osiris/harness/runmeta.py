@@ -15,7 +15,7 @@ from typing import Any
 from osiris._version import __version__
 from osiris.core.tokens import ENCODING_NAME
 
-_PACKAGES = ("duckdb", "tiktoken", "mcp", "polars", "pyarrow", "google-re2")
+_PACKAGES = ("duckdb", "tiktoken", "quicktok-v1", "mcp", "polars", "pyarrow", "google-re2")
 
 
 def _git_commit(repo: Path) -> str:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import tomllib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from osiris.core import redaction
 from osiris.core.redaction import default_rules, scrub
 from tests.conftest import REPO
 
@@ -70,3 +73,28 @@ def test_scrubbing_twice_changes_nothing(case: dict[str, str]) -> None:
     once = scrub(case["context"].replace("{SECRET}", case["value"])).text
     again = scrub(once)
     assert again.text == once and again.redacted == 0
+
+
+@given(st.lists(st.sampled_from(["ghp_", "xox", "AKIA", "secret", "password", "token", "ok ",
+                                 "-----BEGIN", "sk_live_", "api_key", "Bearer ", "é", "\n"]),
+                max_size=20))
+def test_the_keyword_set_picks_the_rules_a_keyword_scan_picks(parts: list[str]) -> None:
+    rules = redaction.default_rules()
+    lowered = "".join(parts).lower()
+    assert rules.candidates(lowered) == [
+        r for r in rules.rules if not r.keywords or any(k in lowered for k in r.keywords)]
+
+
+@given(st.lists(st.sampled_from(CORPUS["secret"]), min_size=1, max_size=4),
+       st.lists(st.sampled_from(["é", "日本", "🙂", "ß\n", "Ω ", "\u00a0", " ", "\n"]),
+                max_size=6))
+def test_secrets_in_text_that_is_not_ascii_are_found_where_they_are(
+        cases: list[dict[str, str]], pads: list[str]) -> None:
+    # Rules match UTF-8 bytes; what they find must be replaced at its str offsets.
+    pad = "".join(pads)
+    parts = [pad + "\n" + c["context"].replace("{SECRET}", c["value"]) + "\n" + pad
+             for c in cases]
+    result = scrub("".join(parts))
+    assert result.text == "".join(pad + "\n" + scrub(c["context"].replace(
+        "{SECRET}", c["value"])).text + "\n" + pad for c in cases)
+    assert all(c["value"] not in result.text for c in cases)
