@@ -128,16 +128,18 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     """Run the MCP server on stdio (default) or Streamable HTTP."""
     from dataclasses import replace
 
-    from osiris.server.transports import serve_http, serve_stdio
+    if not args.http:  # answers the handshake while the SDK loads (server/early.py)
+        from osiris.server.early import serve_stdio
 
-    if args.http:
-        if args.host:
-            settings = replace(settings, http_host=args.host)
-        if args.port:
-            settings = replace(settings, http_port=args.port)
-        serve_http(settings)
-    else:
         serve_stdio(settings)
+        return EXIT_OK
+    from osiris.server.transports import serve_http
+
+    if args.host:
+        settings = replace(settings, http_host=args.host)
+    if args.port:
+        settings = replace(settings, http_port=args.port)
+    serve_http(settings)
     return EXIT_OK
 
 

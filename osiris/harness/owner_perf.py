@@ -20,8 +20,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osiris.config import Settings, process_environment
+from osiris.clients.launcher import launch_argv
+from osiris.config import Settings
 from osiris.core.client_hooks import HOOK_FIELDS
+from osiris.environ import process_environment
 from osiris.harness.owner_load import kill_owners, spawn_observer, verify
 from osiris.harness.stats import median, ms, percentile
 from osiris.owner import FLUSH_AFTER_S
@@ -193,33 +195,58 @@ def stdio_calls(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
     return rows
 
 
+COLD_STARTS = (
+    ("before", "before", "OSIRIS_STORE_OWNER=off, OSIRIS_EARLY_ANSWERS=off"),
+    ("after", "after", "the owner runs (a client's hook started it) and the start cache "
+     "holds the last start's answers"),
+    ("after", "after, first start", "the owner runs, no start cache (a new home, a new "
+     "OSIRIS or MCP SDK, changed settings)"),
+    ("after", "after, no owner yet", "a new home: no owner, no start cache"))
+
+
 def cold_starts(ctx: BenchContext, runs: int) -> list[dict[str, Any]]:
-    """Process start to the first tools/list answer: before, after with the owner already
-    running (the usual case: the client's hooks started it), and after from nothing."""
+    """Process start to the first tools/list answer, and to the answer of a first tool
+    call (the MCP SDK loaded): before, and after in the cases of :data:`COLD_STARTS`."""
     from mcp import Client, StdioServerParameters
 
+    from osiris.server.early import CACHE_NAME
+
     rows = []
-    for mode, label in (("before", "before"), ("after", "after"),
-                        ("after", "after, no owner yet")):
+    for mode, label, _ in COLD_STARTS:
         home = ctx.workdir / f"owner-cold-{label.replace(' ', '-').replace(',', '')}"
-        starts = []
+        lists, calls = [], []
+        env = {**_env(home, mode),
+               "OSIRIS_EARLY_ANSWERS": "off" if mode == "before" else "on"}
+        # Once, not timed: the owner runs, and the start cache is written (where it is on).
+        asyncio.run(_start_once(Client, StdioServerParameters, env))
         for _ in range(runs):
             if label.endswith("no owner yet"):
                 ask_owner_to_release(home)
                 shutil.rmtree(home, ignore_errors=True)
-
-            async def once(home: Path = home, mode: str = mode) -> float:
-                began = time.perf_counter()
-                params = StdioServerParameters(command=sys.executable,
-                                               args=["-m", "osiris"], env=_env(home, mode))
-                async with Client(params, mode="legacy") as client:
-                    await client.list_tools()
-                    return time.perf_counter() - began
-
-            starts.append(asyncio.run(once()))
-        rows.append(_row("stdio cold start to tools/list", label, starts))
+            elif label.endswith("first start"):
+                (home / CACHE_NAME).unlink(missing_ok=True)
+            listed, called = asyncio.run(_start_once(Client, StdioServerParameters, env))
+            lists.append(listed)
+            calls.append(called)
+        rows += [_row("stdio cold start to tools/list", label, lists),
+                 _row("stdio cold start to a first tool call", label, calls)]
         ask_owner_to_release(home)
     return rows
+
+
+async def _start_once(client_class: Any, params_class: Any, env: dict[str, str],
+                      ) -> tuple[float, float]:
+    """Seconds from the process start to the first tools/list answer, and to the answer
+    of a first tool call (an invalid one: answered by the SDK, nothing stored)."""
+    began = time.perf_counter()
+    params = params_class(command=sys.executable, args=["-m", "osiris"], env=env)
+    async with client_class(params, mode="legacy") as client:
+        await client.list_tools()
+        listed = time.perf_counter() - began
+        result = await client.call_tool("osiris_plan", {})
+        if not result.is_error:
+            raise RuntimeError("a tool call without arguments was accepted")
+        return listed, time.perf_counter() - began
 
 
 def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[str, Any]]],
@@ -233,10 +260,15 @@ def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[s
         home = ctx.workdir / f"owner-hooks-{mode}"
         env = _env(home, mode)
 
-        def command(event: str, payload: dict[str, Any], env: dict[str, str] = env) -> float:
+        def command(event: str, payload: dict[str, Any], env: dict[str, str] = env,
+                    mode: str = mode) -> float:
+            # After: the command `osiris install` writes (clients.launcher: python -S);
+            # before: `python -m osiris hook`, as OSIRIS ran its hooks until then.
+            argv = launch_argv(sys.executable, "hook", "claude-code", event) \
+                if mode == "after" else [sys.executable, "-m", "osiris", "hook",
+                                         "claude-code", event]
             began = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "osiris", "hook", "claude-code",
-                                   event], input=json.dumps(payload), capture_output=True,
+            done = subprocess.run(argv, input=json.dumps(payload), capture_output=True,
                                   text=True, env=env, timeout=120, check=False)
             took = time.perf_counter() - began
             # A skip is the hook's own line on stderr (the command may say "skipped").
@@ -288,7 +320,8 @@ def run_true(ctx: BenchContext, n: int) -> list[dict[str, Any]]:
     wrapped: list[float] = []
     bare: list[float] = []
     for _ in range(n):
-        for argv, into in (([sys.executable, "-m", "osiris", "run", "--", "true"], wrapped),
+        # As a hook wraps a command (clients.launcher), the output left to the command.
+        for argv, into in ((launch_argv(sys.executable, "run", "--", "true"), wrapped),
                            ([true], bare)):
             began = time.perf_counter()
             subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -381,9 +414,11 @@ def render_hooks(rows: list[dict[str, Any]]) -> str:
         "",
         f"Round trip of Claude Code hooks over the first {n} tool calls of the bundled "
         "Claude Code traces (one session per trace, each call prechecked then observed), "
-        "timed at the caller. A command hook is a new process per call (`python -m osiris "
-        "hook claude-code …`, as Claude Code runs it); after, it imports no DuckDB, no "
-        "tokenizer and no MCP SDK and hands the call to the home's store owner. The "
+        "timed at the caller. A command hook is a new process per call, as Claude Code "
+        "runs it: before, `python -m osiris hook claude-code …` doing the work itself; "
+        "after, the command `osiris install --hooks command` writes (`python -S -P "
+        "…/osiris/launch.py hook claude-code …`: no `site`, and only `os`, `json` and "
+        "the owner's client imported), which hands the call to the home's store owner. The "
         "mcp_tool rows are the hooks `osiris install claude-code` writes: a call of "
         "`osiris_hook` (the hook input's fields as Claude Code passes them) to a running "
         "stdio server, timed at the client; what Claude Code adds around it is in the "
@@ -402,7 +437,9 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
              r["measure"]]
     large = [r for r in rows if r["measure"].startswith("observe 1")]
     load = {r["mode"]: r for r in rows if r["measure"].startswith("3 processes")}
-    cold = {r["mode"]: r for r in rows if r["measure"].startswith("stdio cold")}
+    cold = {r["mode"]: r for r in rows if r["measure"] == "stdio cold start to tools/list"}
+    first_call = {r["mode"]: r for r in rows
+                  if r["measure"] == "stdio cold start to a first tool call"}
     added = _get(rows, "osiris run -- true, added", "after")
     true = _get(rows, "true", "bare")
     flush = _get(rows, "write-behind flush, per round of 10 calls", "after")
@@ -447,7 +484,9 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
         "",
         f"`osiris run -- true` adds a median {ms(added['median_s'])} ms (p99 "
         f"{ms(added['p99_s'])} ms) to `true` itself ({ms(true['median_s'])} ms), over "
-        f"{added['n']} alternating runs: a small output never reaches the store.",
+        f"{added['n']} alternating runs, started as a hook's rewrite starts it (`python -S "
+        "-P …/osiris/launch.py run -- true`, which runs `bash -c true`): a small output "
+        "never reaches the store.",
         "",
         "### Many processes, one home",
         "",
@@ -470,9 +509,17 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
         "",
         "### Cold start",
         "",
-        "| stdio server, to the first tools/list answer | n | p50 ms | p99 ms |",
-        "|---|---|---|---|",
-        *[f"| {mode} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} |"
+        "A stdio server started by a real MCP client (the SDK's, 2025-11-25 handshake), "
+        "timed at the client from the process start. After, it answers the handshake and "
+        "the first tools/list from its last start's answers while the MCP SDK loads "
+        "(`osiris/server/early.py`); a tool call waits for the SDK, so the last columns "
+        "are the time to the answer of a first tool call.",
+        "",
+        "| stdio server | n | tools/list p50 ms | p99 ms | first tool call p50 ms | p99 ms |",
+        "|---|---|---|---|---|---|",
+        *[f"| {mode}: {next(c[2] for c in COLD_STARTS if c[1] == mode)} | {r['n']} | "
+          f"{ms(r['median_s'])} | {ms(r['p99_s'])} | "
+          f"{ms(first_call.get(mode, r)['median_s'])} | {ms(first_call.get(mode, r)['p99_s'])} |"
           for mode, r in cold.items()],
         "",
     ]

@@ -352,8 +352,13 @@ def block_owner(reports: Reports) -> str:
     cold_old = _row_of(reports, "owner_perf", "stdio cold start to tools/list", "before")
     cold_new = _row_of(reports, "owner_perf", "stdio cold start to tools/list", "after")
     if cold_old and cold_new:
-        line("stdio cold start to tools/list (p50)", 0.500, cold_old["median_s"],
-             cold_new["median_s"])
+        line("stdio cold start to tools/list, from the start cache (p50)", 0.500,
+             cold_old["median_s"], cold_new["median_s"])
+    cold_first = _row_of(reports, "owner_perf", "stdio cold start to tools/list",
+                         "after, first start")
+    if cold_old and cold_first:  # the same goal, where no earlier start left its answers
+        line("stdio cold start to tools/list, first start (p50)", 0.500,
+             cold_old["median_s"], cold_first["median_s"])
     met = sum(1 for row in lines[2:] if row.endswith("| yes |"))
     return ("\n".join(lines) + "\n\n" +
             f"{met} of {len(lines) - 2} goals met ({PERF_LINK}, medians; the fastest "

@@ -15,12 +15,14 @@ or a child process cannot corrupt the protocol.
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
-from typing import BinaryIO
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.to_thread
@@ -29,6 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _open_stdout_diversion
 from mcp.shared.message import SessionMessage
 
+from osiris.server.early import Handover, StartCache
 from osiris.server.wire import Rejection, check_message, oversized
 
 log = logging.getLogger(__name__)
@@ -66,9 +69,12 @@ def read_line(stream: BinaryIO, limit: int) -> Line | None:
     return Line(head, size, False)
 
 
-async def serve(server: MCPServer, max_line_bytes: int) -> None:
-    """Serve ``server`` on the process's stdin and stdout until stdin closes."""
-    async with stdio_streams(max_line_bytes) as (read_stream, write_stream):
+async def serve(server: MCPServer, max_line_bytes: int, handover: Handover | None = None,
+                cache: StartCache | None = None) -> None:
+    """Serve ``server`` on the process's stdin and stdout until stdin closes, after what
+    :mod:`osiris.server.early` left (``handover``), recording the answers ``cache``
+    keeps."""
+    async with stdio_streams(max_line_bytes, handover, cache) as (read_stream, write_stream):
         # The SDK's own `run_stdio_async` hard-wires its stdio transport; this is the
         # same call on OSIRIS's streams.
         lowlevel = server._lowlevel_server
@@ -76,14 +82,86 @@ async def serve(server: MCPServer, max_line_bytes: int) -> None:
                            lowlevel.create_initialization_options())
 
 
+class _Prefixed(io.RawIOBase):
+    """``prefix``, then what ``stream`` reads (the bytes the early phase took)."""
+
+    def __init__(self, prefix: bytes, stream: BinaryIO) -> None:
+        self._prefix = memoryview(prefix)
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._prefix:
+            size = min(len(buffer), len(self._prefix))
+            buffer[:size] = self._prefix[:size]
+            self._prefix = self._prefix[size:]
+            return size
+        data = self._stream.read1(len(buffer)) if hasattr(self._stream, "read1") \
+            else self._stream.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+@dataclass
+class _Answers:
+    """The SDK's answers that the start cache keeps: which requests asked for them."""
+
+    cache: StartCache | None
+    swallow: Any = None
+    asked: dict[Any, tuple[str, str]] = field(default_factory=dict)
+    negotiated: str = ""
+
+    def note(self, data: bytes) -> None:
+        """A request line going to the SDK (an initialize or a first tools/list)."""
+        if self.cache is None or (b'"initialize"' not in data and b'"tools/list"' not in data):
+            return
+        with suppress(ValueError, AttributeError, TypeError):
+            msg = json.loads(data)
+            params = msg.get("params") or {}
+            if msg.get("method") == "initialize":
+                self.asked[msg["id"]] = ("initialize", str(params.get("protocolVersion")))
+            elif msg.get("method") == "tools/list" and not params.get("cursor"):
+                self.asked[msg["id"]] = ("tools", "")
+
+    def sent(self, data: str) -> bool:
+        """Record an answer going out; False when it must not be sent (the replayed
+        initialize, answered early already)."""
+        if not self.asked and self.swallow is None:
+            return True
+        with suppress(ValueError, AttributeError, TypeError):
+            msg = json.loads(data)
+            request_id = msg.get("id")
+            kind = self.asked.pop(request_id, None) if request_id is not None else None
+            if kind is not None and self.cache is not None and "result" in msg:
+                version = kind[1] if kind[0] == "initialize" else self.negotiated
+                if kind[0] == "initialize":
+                    self.negotiated = str(msg["result"].get("protocolVersion"))
+                self.cache.record(kind[0], version, msg["result"])
+                self.cache.save()
+            if self.swallow is not None and request_id == self.swallow and (
+                    "result" in msg or "error" in msg):
+                self.swallow = None
+                return False
+        return True
+
+
 @asynccontextmanager
-async def stdio_streams(max_line_bytes: int) -> AsyncIterator[tuple[
+async def stdio_streams(max_line_bytes: int, handover: Handover | None = None,
+                        cache: StartCache | None = None) -> AsyncIterator[tuple[
         MemoryObjectReceiveStream[SessionMessage | Exception],
         MemoryObjectSendStream[SessionMessage]]]:
     """The server's read and write streams over fd 0 and fd 1."""
     restore_stdin = restore_stdout = None
+    answers = _Answers(cache, handover.swallow if handover is not None else None)
+    if handover is not None and handover.negotiated:  # initialize was answered early
+        answers.negotiated = handover.negotiated
     try:
         stdin, restore_stdin = _claim_fd(0, sys.stdin, "rb", _open_stdin_diversion)
+        if handover is not None and (handover.replay or handover.rest):
+            stdin = io.BufferedReader(_Prefixed(b"".join(handover.replay) + handover.rest,
+                                                stdin))
         stdout, restore_stdout = _claim_fd(1, sys.stdout, "wb", _open_stdout_diversion)
         inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
@@ -105,6 +183,7 @@ async def stdio_streams(max_line_bytes: int) -> AsyncIterator[tuple[
                                oversized(line.data, line.size, max_line_bytes,
                                          "OSIRIS_MAX_PAYLOAD_BYTES"))
                     if not isinstance(verdict, Rejection):
+                        answers.note(line.data)
                         await inbound_send.send(SessionMessage(verdict))
                         continue
                     log.warning("stdio: rejected a %d-byte message (%s, id %r)%s",
@@ -118,7 +197,8 @@ async def stdio_streams(max_line_bytes: int) -> AsyncIterator[tuple[
             async with outbound_receive:
                 async for message in outbound_receive:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await anyio.to_thread.run_sync(_write, stdout, data.encode() + b"\n")
+                    if answers.sent(data):
+                        await anyio.to_thread.run_sync(_write, stdout, data.encode() + b"\n")
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(reader)

@@ -25,7 +25,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from osiris.config import Settings, is_loopback
-from osiris.server import build_server
+from osiris.server.app import build_server
+from osiris.server.early import Handover, StartCache
 from osiris.server.http_guard import LegacyHttpGuard
 from osiris.server.stdio import serve as serve_lines
 
@@ -141,15 +142,18 @@ def listening_line(settings: Settings) -> str:
     return f"osiris: MCP over Streamable HTTP listening on {url}; {auth}"
 
 
-def serve_stdio(settings: Settings) -> None:
-    """Run the MCP server on stdio (stdout carries JSON-RPC only)."""
+def serve_stdio(settings: Settings, server: Any = None, handover: Handover | None = None,
+                cache: StartCache | None = None) -> None:
+    """Run the MCP server on stdio (stdout carries JSON-RPC only); ``handover`` and
+    ``cache``: what :func:`osiris.server.early.serve_stdio` answered before."""
     if threading.current_thread() is threading.main_thread():
         # Ctrl-C ends a stdio server as SIGTERM does: at once and quietly. Python's
         # KeyboardInterrupt would wait for the stdin reader thread, i.e. until the client
         # closes the pipe, then print a traceback. Every store transaction commits whole
         # or not at all, so ending here loses nothing that was acknowledged.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-    anyio.run(serve_lines, build_server(settings), message_limit(settings))
+    anyio.run(serve_lines, server or build_server(settings), message_limit(settings),
+              handover, cache)
 
 
 def message_limit(settings: Settings) -> int:

@@ -1,0 +1,83 @@
+"""Early answers of a stdio server (osiris/server/early.py), through a real stdio client:
+the handshake and the first tools/list come from the last start's answers, then the SDK
+takes over the session without the client noticing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from osiris.server.early import CACHE_NAME
+from tests.server.transports import osiris_env, run
+
+MARK = "served from the start cache"
+
+
+async def _session(env: dict[str, str]) -> dict[str, Any]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "osiris"], env=env)
+    async with Client(params, mode="legacy") as client:
+        first = await client.list_tools()
+        plan = await client.call_tool("osiris_plan", {"mode": "start",
+                                                      "objective": "early answers"})
+        after = await client.list_tools()
+    return {"first": [t.description for t in first.tools],
+            "names": [t.name for t in first.tools], "plan_ok": not plan.is_error,
+            "after": [t.description for t in after.tools]}
+
+
+def _doctor(home: Path) -> None:
+    """Mark the cached tool list, so that an answer from the cache can be told apart."""
+    path = home / CACHE_NAME
+    doc = json.loads(path.read_text("utf-8"))
+    for result in doc["tools"].values():
+        result["tools"][0]["description"] = MARK
+    path.write_text(json.dumps(doc), "utf-8")
+
+
+def test_the_second_start_answers_tools_list_from_the_first(osiris_home: Path) -> None:
+    env = osiris_env()
+    cold = run(_session(env))
+    assert cold["plan_ok"] and cold["first"] == cold["after"]
+    assert (osiris_home / CACHE_NAME).stat().st_mode & 0o777 == 0o600
+    _doctor(osiris_home)
+
+    warm = run(_session(env))
+    assert warm["first"][0] == MARK  # the handshake and the list came from the cache
+    assert warm["plan_ok"]  # the SDK took the session over: a tool call works
+    assert warm["after"] == cold["first"]  # and answers the list itself afterwards
+    assert MARK not in (osiris_home / CACHE_NAME).read_text("utf-8")  # and re-recorded it
+
+
+def test_changed_settings_or_a_broken_cache_are_never_served(osiris_home: Path) -> None:
+    run(_session(osiris_env()))
+    _doctor(osiris_home)
+    dotted = run(_session(osiris_env(OSIRIS_TOOL_NAMES="dotted")))
+    assert dotted["names"][0] == "osiris.plan" and MARK not in dotted["first"]
+    (osiris_home / CACHE_NAME).write_text("{not json", "utf-8")
+    again = run(_session(osiris_env()))
+    assert again["plan_ok"] and MARK not in again["first"]
+
+
+def test_messages_after_an_early_handshake_reach_the_sdk_in_order(osiris_home: Path) -> None:
+    run(_session(osiris_env()))  # the cache now holds this version's answers
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "raw", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    wire = "".join(json.dumps(line) + "\n" for line in lines)
+    wire += '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {\n'  # broken
+    wire += json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}) + "\n"
+    done = subprocess.run([sys.executable, "-m", "osiris"], input=wire, text=True,
+                          capture_output=True, env=osiris_env(), timeout=120, check=False)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a.get("id") for a in answers] == [1, 2, 3, 4]  # once each, in order
+    assert answers[0]["result"]["serverInfo"]["name"] == "osiris"
+    assert answers[1]["result"]["tools"]
+    assert answers[2]["error"]["code"] == -32700  # the SDK's transport judged the rest
+    assert answers[3]["result"] == {}
