@@ -155,9 +155,24 @@ class _CharOffsets:
         return self.char
 
 
+SHORT_TEXT = 200
+"""Texts up to this length are scrubbed once per process with the bundled rules (tool
+names, argument keys and small values recur on every call)."""
+
+
 def scrub(text: str, rules: RuleSet | None = None) -> ScrubResult:
     """Replace every secret in ``text``; return the new text and the findings."""
-    rules = rules or default_rules()
+    if rules is None and len(text) <= SHORT_TEXT:
+        return _scrub_short(text)
+    return _scrub(text, rules or default_rules())
+
+
+@functools.lru_cache(maxsize=8192)
+def _scrub_short(text: str) -> ScrubResult:
+    return _scrub(text, default_rules())
+
+
+def _scrub(text: str, rules: RuleSet) -> ScrubResult:
     lowered = text.lower()
     spans: list[tuple[int, int, SecretRule]] = []
     candidates = rules.candidates(lowered)
