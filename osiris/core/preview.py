@@ -18,6 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 from osiris.core.display import escape_controls
 from osiris.core.outline import detect_language, outline_symbols
@@ -34,9 +37,13 @@ _ERROR_LINE = re.compile(
 # that `re`'s IGNORECASE matches to ASCII but lower() does not), or starts with an E
 # line. Searched over the whole payload and checked line by line after: a search per
 # line cost a 1 MB log of 33,000 lines 65 ms, these 20 (plain words, case-sensitive).
-_ERROR_WORDS = re.compile("error|exception|traceback|fail|fatal|panic|assert|denied|"
-                          "not found|cannot|undefined|segmentation fault|✕|✗")
-_E_LINES = re.compile(r"(?i)^\s*E\s{2,}", re.MULTILINE)
+_ERROR_WORDS = re2.compile("error|exception|traceback|fail|fatal|panic|assert|denied|"
+                           "not found|cannot|undefined|segmentation fault|✕|✗")
+"""Searched in the folded text's UTF-8 bytes (RE2: 3 ms on 1 MB where `re` took 13)."""
+_SPACE = (r"[\t\n\x0b\x0c\r\x{1c}-\x{1f} \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}"
+          r"\x{2029}\x{202f}\x{205f}\x{3000}]")
+"""What `re`'s \\s matches in a str (the characters str.isspace() accepts), for RE2."""
+_E_LINES = re2.compile(rf"(?m)^{_SPACE}*[Ee]{_SPACE}{{2,}}")
 
 
 @dataclass(frozen=True)
@@ -84,19 +91,26 @@ def _error_lines(text: str, lines: list[str]) -> list[int]:
     # U+0130, U+0131, U+017F: what IGNORECASE matches to i, i, s and lower() does not
     # (str.translate would cost 55 ms on 1 MB; a replace costs one pass)
     folded = text.replace("\u0130", "i").replace("\u0131", "i").replace("\u017f", "s").lower()
-    if len(folded) != len(text):  # a lower() that changed lengths: offsets would differ
-        return [i for i, line in enumerate(lines) if _ERROR_LINE.search(line[:500])]
-    spans = sorted([m.span() for m in _ERROR_WORDS.finditer(folded)]
-                   + [m.span() for m in _E_LINES.finditer(text)])
-    candidates: set[int] = set()
-    line = cursor = 0
-    for start, end in spans:
-        if start > cursor:
-            line += text.count("\n", cursor, start)
-            cursor = start
-        candidates.update(range(line, line + text.count("\n", start, end) + 1))
+    encoded = folded.encode("utf-8", "surrogatepass")
+    # Lines are counted in each searched text itself: lower() keeps every newline.
+    candidates = _lines_of([m.span() for m in _ERROR_WORDS.finditer(encoded)], encoded,
+                           b"\n")
+    raw = text.encode("utf-8", "surrogatepass")
+    candidates |= _lines_of([m.span() for m in _E_LINES.finditer(raw)], raw, b"\n")
     return [i for i in sorted(candidates)
             if i < len(lines) and _ERROR_LINE.search(lines[i][:500])]
+
+
+def _lines_of(spans: list[tuple[int, int]], text: Any, newline: Any) -> set[int]:
+    """The indexes of the lines the ``spans`` of ``text`` (str or bytes) touch."""
+    found: set[int] = set()
+    line = cursor = 0
+    for start, end in sorted(spans):
+        if start > cursor:
+            line += text.count(newline, cursor, start)
+            cursor = start
+        found.update(range(line, line + text.count(newline, start, end) + 1))
+    return found
 
 
 def _errors(counter: TokenCounter, text: str, lines: list[str], budget: int,

@@ -75,6 +75,14 @@ class RuleSet:
     keyword_set: Any = None
     """All keywords as one RE2 set: one linear pass finds which of them a text holds
     (testing each with ``in`` cost 59 scans of the text; 20x slower on 45 KB)."""
+    pattern_set: Any = None
+    """Every rule's pattern as one RE2 set, indexed as :attr:`rules`: on a long text one
+    pass tells which rules match anywhere, and only those are run to find where (each
+    rule's own pass cost a 1 MB text 17 ms in all)."""
+
+    def position(self, rule: SecretRule) -> int:
+        """``rule``'s index in :attr:`rules` (and :attr:`pattern_set`)."""
+        return self.rules.index(rule)
 
     def candidates(self, lowered: str) -> list[SecretRule]:
         """The rules worth running on ``lowered``: those without keywords, and those with a
@@ -114,8 +122,15 @@ def compile_rules(document: dict[str, Any]) -> RuleSet:
         for keyword in keywords:
             keyword_set.Add(re.escape(keyword))
         keyword_set.Compile()
+    pattern_set = re2.Set.SearchSet(options)
+    for rule in compiled:
+        pattern_set.Add(rule.pattern.pattern)
+    try:
+        pattern_set.Compile()
+    except re2.error:  # too large for the memory budget: every rule runs on its own
+        pattern_set = None
     return RuleSet(version=str(document["version"]), rules=tuple(compiled),
-                   keywords=keywords, keyword_set=keyword_set)
+                   keywords=keywords, keyword_set=keyword_set, pattern_set=pattern_set)
 
 
 @functools.lru_cache(maxsize=1)
@@ -155,6 +170,8 @@ class _CharOffsets:
         return self.char
 
 
+SET_FIRST_BYTES = 8 << 10
+"""From this size on, :attr:`RuleSet.pattern_set` picks the rules to run."""
 SHORT_TEXT = 200
 """Texts up to this length are scrubbed once per process with the bundled rules (tool
 names, argument keys and small values recur on every call)."""
@@ -181,6 +198,10 @@ def _scrub(text: str, rules: RuleSet) -> ScrubResult:
     # text is ASCII, and are converted otherwise.
     encoded = text.encode("utf-8") if candidates else b""
     ascii_only = len(encoded) == len(text)
+    if len(candidates) > 1 and len(encoded) >= SET_FIRST_BYTES \
+            and rules.pattern_set is not None:
+        matching = set(rules.pattern_set.Match(encoded) or ())
+        candidates = [r for r in candidates if rules.position(r) in matching]
     for rule in candidates:
         chars = _CharOffsets(encoded)
         for match in rule.pattern.finditer(encoded):

@@ -26,3 +26,12 @@ def test_the_error_lines_are_those_a_search_per_line_finds(lines: list[str]) -> 
         payload = preview._payload_lines(text)
         assert preview._error_lines(text, payload) == [
             i for i, line in enumerate(payload) if preview._ERROR_LINE.search(line[:500])]
+
+
+def test_every_space_re_knows_is_a_space_of_the_e_line_search() -> None:
+    spaces = [chr(c) for c in range(0x3001) if chr(c).isspace() and chr(c) != "\n"]
+    for space in spaces:
+        text = f"ok\n{space}E{space}{space}x\nok"
+        payload = preview._payload_lines(text)
+        assert preview._error_lines(text, payload) == [1], hex(ord(space))
+
