@@ -45,6 +45,8 @@ from osiris.config import Settings, settings_to_wire
 log = logging.getLogger(__name__)
 CACHE_NAME = "server-start.json"
 _POLL_S = 0.01
+EARLY_LINE_BYTES = 1 << 20
+"""A line longer than this ends the early phase (handshakes are a few hundred bytes)."""
 
 
 def fingerprint(settings: Settings) -> str:
@@ -192,6 +194,8 @@ def _answer_early(cache: StartCache, ready: threading.Event) -> Handover:
         if not chunk:  # the client closed stdin: the SDK's session sees the end too
             break
         buffer += chunk
+        if len(buffer) > EARLY_LINE_BYTES and b"\n" not in buffer:
+            break  # a long message: the SDK's transport reads it, within its own bound
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             answer, negotiated = _early_answer(line, cache, negotiated, handover)
