@@ -352,6 +352,9 @@ class Owner:
         if method == "ref_bytes":
             data, media_type = engine.ref_bytes(*args, **kwargs)
             return {"ok": True, "result": {"media_type": media_type}}, data
+        kwargs.pop("prepared", None)  # only ever the checked one below
+        if method == "observe" and doc.get("prepared") is not None:
+            kwargs = _with_handed_work(engine, kwargs, doc["prepared"])
         try:
             result = getattr(engine, method)(*args, **kwargs)
         except TypeError as exc:
@@ -403,6 +406,25 @@ class Owner:
             writer.write_table(table)
         return {"ok": True, "result": {"format": "arrow-ipc", "rows": table.num_rows}}, \
             sink.getvalue()
+
+
+def _with_handed_work(engine: Any, kwargs: dict[str, Any], doc: object) -> dict[str, Any]:
+    """``kwargs`` of an observe whose client did the payload's work: its scrubbed result
+    marked as such (not scrubbed again) and the work passed on, when the work was made
+    for exactly that text by this OSIRIS with these rules and this encoding; else as
+    they came (the engine does the work)."""
+    from osiris._version import __version__
+    from osiris.core.payload_work import from_wire
+    from osiris.core.redaction import ScrubbedText, default_rules
+
+    text = kwargs.get("result")
+    if not isinstance(text, str):
+        return kwargs
+    work = from_wire(doc, text, version=__version__, rules_version=default_rules().version,
+                     encoding=engine.ctx.counter.encoding_name)
+    if work is None:
+        return kwargs
+    return {**kwargs, "result": ScrubbedText(work.scrubbed), "prepared": work}
 
 
 def _error(exc: OsirisError) -> dict[str, Any]:

@@ -35,7 +35,8 @@ T = TypeVar("T")
 
 #: Arguments that are not agent-supplied: the caller's authenticated identity (an HTTP
 #: bearer token's name from the operator's configuration), compared with stored owners.
-TRUSTED_ARGUMENTS = frozenset({"principal"})
+TRUSTED_ARGUMENTS = frozenset({"principal", "prepared"})
+"""Set by OSIRIS itself: the transport's principal, a client's checked payload work."""
 #: The integers every JSON implementation holds exactly (JavaScript's safe range).
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 MAX_DEPTH = 64

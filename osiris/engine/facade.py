@@ -23,6 +23,7 @@ from osiris.core.display import escape_controls
 from osiris.core.hashing import digest_of_ref
 from osiris.core.manifest import render_manifest
 from osiris.core.operating_context import context_view, instructions_text, resolve_project
+from osiris.core.payload_work import PayloadWork
 from osiris.core.prefix import compute_zones
 from osiris.core.routing import (
     SHELL_TOOLS,
@@ -339,8 +340,12 @@ class Engine:
                 usage: dict[str, Any] | None = None, actor: str | None = None,
                 principal: str | None = None, client_format: str | None = None,
                 client_event: str = "PostToolUse", cwd: str | None = None,
-                tool_use_id: str | None = None) -> dict[str, Any]:
+                tool_use_id: str | None = None,
+                prepared: PayloadWork | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage.
+
+        ``prepared``: the payload work a client of the store owner did for ``result``
+        (the owner checked it was made for that text, :mod:`osiris.core.payload_work`).
 
         ``client_format="claude-code"``: observed by a client hook (``client_event``
         PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
@@ -349,7 +354,7 @@ class Engine:
         if kind not in observing.OBSERVE_KINDS:
             raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
                                     + ", ".join(observing.OBSERVE_KINDS))
-        with payloads.prepared(self.ctx, kind, result, args, self.fixed_mode), \
+        with payloads.prepared(self.ctx, kind, result, args, self.fixed_mode, prepared), \
                 self.store.transaction(actor or principal or "agent") as tx:
             task_id, created = client_sessions.resolve_task(
                 self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)

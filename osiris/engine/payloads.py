@@ -23,6 +23,7 @@ from typing import Any
 from osiris.core.display import escape_controls
 from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
+from osiris.core.payload_work import PayloadWork, path_in_args, payload_work
 from osiris.core.preview import Preview, make_preview
 from osiris.core.prune import ContextItem, PruneAdvice, plan_prune
 from osiris.core.redaction import ScrubResult, scrub, scrub_once
@@ -83,17 +84,20 @@ _PREPARED = threading.local()
 
 @contextlib.contextmanager
 def prepared(ctx: EngineContext, kind: str, result: object, args: object,
-             fixed_mode: str | None) -> Iterator[None]:
+             fixed_mode: str | None, handed: PayloadWork | None = None) -> Iterator[None]:
     """Do the CPU work of a large ``observe`` payload now (scrub, SHA-256, the blob write,
     the token count and the preview the engagement mode will want), so that the
     transaction that follows holds the store only for its reads and writes. Anything the
     work cannot decide (a bad argument, an oversized payload) is left to the call itself,
-    which raises the same error inside its transaction."""
+    which raises the same error inside its transaction. ``handed``: that work, done by
+    the client for this very ``result`` (:mod:`osiris.core.payload_work`); only the blob
+    is written here."""
     work = None
     if kind in ("result", "error") and isinstance(result, str) \
-            and len(result) >= PREPARE_MIN_CHARS:
+            and (handed is not None or len(result) >= PREPARE_MIN_CHARS):
         with contextlib.suppress(InvalidInputError):
-            work = _prepare(ctx, kind, _payload_text(ctx, kind, result), args, fixed_mode)
+            work = _prepare(ctx, kind, _payload_text(ctx, kind, result), args, fixed_mode,
+                            handed)
     _PREPARED.work = (result, work) if work is not None else None
     try:
         yield
@@ -102,19 +106,16 @@ def prepared(ctx: EngineContext, kind: str, result: object, args: object,
 
 
 def _prepare(ctx: EngineContext, kind: str, text: str, args: object,
-             fixed_mode: str | None) -> _Prepared:
-    scrubbed = scrub_once(text)
-    data = scrubbed.text.encode("utf-8")
+             fixed_mode: str | None, handed: PayloadWork | None = None) -> _Prepared:
+    work = handed
+    if work is None or fixed_mode is not None:
+        work = payload_work(scrub_once(text), kind=kind, path=path_in_args(parse_args(args)),
+                            thresholds=thresholds_of(ctx), counter=ctx.counter,
+                            fixed_mode=fixed_mode)
+    data = work.scrubbed.text.encode("utf-8")
     ref, _ = ctx.store.put_blob(data)
-    tokens = ctx.counter.count(scrubbed.text)
-    engagement = choose_engagement(tokens, thresholds_of(ctx), fixed_mode)
-    key = preview = None
-    if engagement.externalized:
-        path = _path_in_args(parse_args(args))
-        key = (engagement.preview_tokens, kind, path)
-        preview = make_preview(scrubbed.text, budget_tokens=engagement.preview_tokens,
-                               counter=ctx.counter, kind=kind, path=path)
-    return _Prepared(scrubbed, ref, len(data), tokens, key, preview)
+    return _Prepared(work.scrubbed, ref, len(data), work.tokens, work.preview_key,
+                     work.preview)
 
 
 def _prepared_for(text: str) -> _Prepared | None:
@@ -260,20 +261,11 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
         new = replace(new, files=(*(f for f in new.files if f.path != record.path), record))
         memory.remember(tx, new, "file", record.path, {"sha256": record.sha256,
                                                       "ref": record.ref})
-    path_hint = str(file_info.path) if file_info else _path_in_args(call_args)
+    path_hint = str(file_info.path) if file_info else path_in_args(call_args)
     facts, rows = _placement(ctx, kind, tool, stored, engagement, file_info is not None,
                              path=path_hint,
                              cache_key=cache_key, args_text=args_text)
     return new, {**facts, "_call": call}, rows
-
-
-def _path_in_args(args: dict[str, Any]) -> str | None:
-    """A file path among a tool's arguments (Read's file_path, an editor's path)."""
-    for key in ("file_path", "path", "filename", "notebook_path"):
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def _placement(ctx: EngineContext, kind: str, tool: str, stored: StoredPayload,

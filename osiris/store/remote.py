@@ -32,6 +32,10 @@ from osiris.store.owner_client import OwnerClient, socket_path, start_owner, try
 log = logging.getLogger(__name__)
 
 
+HAND_OVER_MIN_CHARS = 512
+"""Payloads from this size on are worked on here before the owner gets them."""
+
+
 class RemoteEngine:
     """The engine facade, served by the home's owner (a pool of connections: one per
     call in progress, reused)."""
@@ -94,7 +98,41 @@ class RemoteEngine:
         return dict(self._call("precheck", task_id, tool, **kwargs))
 
     def observe(self, task_id: str, kind: str, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("observe", task_id, kind, **kwargs))
+        """The owner's observe; a payload's CPU work (scrub, count, preview) done here
+        first and handed over with the scrubbed text (:mod:`osiris.core.payload_work`):
+        this process's time, not the owner's, which every agent of the home shares."""
+        handed = self._payload_work(kind, kwargs)
+        if handed is None:
+            return dict(self._call("observe", task_id, kind, **kwargs))
+        text, work = handed
+        result, _ = self._request({"op": "call", "method": "observe",
+                                   "args": [task_id, kind],
+                                   "kwargs": {**kwargs, "result": text}, "prepared": work})
+        return dict(result)
+
+    def _payload_work(self, kind: str, kwargs: dict[str, Any],
+                      ) -> tuple[str, dict[str, Any]] | None:
+        result = kwargs.get("result")
+        if kind not in ("result", "error") or not isinstance(result, str) \
+                or len(result) < HAND_OVER_MIN_CHARS or kwargs.get("prepared") is not None \
+                or len(result) > self.settings.max_payload_bytes:
+            return None
+        from osiris._version import __version__
+        from osiris.core import payload_work
+        from osiris.core.engagement import Thresholds
+        from osiris.core.tokens import default_counter
+
+        s = self.settings
+        try:
+            work = payload_work.client_work(
+                result, kind=kind, args=kwargs.get("args"), counter=default_counter(),
+                thresholds=Thresholds(s.engage_light_tokens, s.engage_standard_tokens,
+                                      s.engage_full_tokens))
+        except Exception as exc:  # the owner does the work, and reports what is wrong
+            log.debug("payload work left to the owner: %s", exc)
+            return None
+        return work.scrubbed.text, payload_work.to_wire(work, __version__,
+                                                        default_counter().encoding_name)
 
     def recall(self, ref: str, op: str = "head", **kwargs: Any) -> dict[str, Any]:
         return dict(self._call("recall", ref, op, **kwargs))

@@ -342,3 +342,83 @@ def test_the_owner_serves_only_its_own_home(osiris_home: Path, tmp_path: Path) -
         client.call("plan", "start", objective="in the wrong home")
     client.close()
     assert not (tmp_path / "elsewhere").exists()
+
+
+SECRET = "AKIA" + "Q" * 16
+
+
+def _payload(i: int) -> str:
+    return (f"run {i}\nexport AWS_ACCESS_KEY_ID={SECRET}\n"
+            + "".join(f"line {n} of the output\n" for n in range(300))
+            + "FAILED tests/test_x.py::test_y - AssertionError\n")
+
+
+def test_a_payload_worked_on_by_the_client_is_stored_and_answered_as_the_owner_would(
+        osiris_home: Path, tmp_path: Path) -> None:
+    from osiris.engine import Engine
+
+    remote = RemoteEngine(Settings(home=osiris_home))
+    local = Engine(Settings(home=tmp_path / "local", store_owner=False))
+    try:
+        answers = []
+        for engine in (remote, local):
+            task = engine.plan("start", objective="handed work")["task_id"]
+            answer = engine.observe(task, "result", tool="Bash", args={"command": "make"},
+                                    result=_payload(1))
+            data, _ = engine.ref_bytes(answer["ref"])
+            answers.append((answer, data))
+    finally:
+        remote.close()
+        local.close()
+    (handed, handed_blob), (own, own_blob) = answers
+    assert SECRET not in handed_blob.decode() and handed_blob == own_blob
+    for key in ("ref", "tokens", "mode", "redacted", "preview", "lines", "strategy",
+                "preview_tokens"):
+        assert handed.get(key) == own.get(key), key
+
+
+def test_the_owner_takes_no_work_it_cannot_check(osiris_home: Path) -> None:
+    """A handed work that does not fit its text (another digest, another version), or one
+    slipped in among an engine call's arguments, is not taken: the owner scrubs and
+    counts the payload itself."""
+    from osiris._version import __version__
+    from osiris.core.engagement import Thresholds
+    from osiris.core.payload_work import client_work, to_wire
+    from osiris.core.tokens import default_counter
+
+    client = OwnerClient(osiris_home, settings_to_wire(Settings(home=osiris_home)))
+    try:
+        task = client.call("plan", "start", objective="unchecked work")["task_id"]
+        text = _payload(2)
+        work = to_wire(client_work(text, kind="result", args={}, thresholds=Thresholds(),
+                                   counter=default_counter()), __version__, "cl100k_base")
+        for label, doc, kwargs in (
+                ("digest of another text", work, {}),
+                ("another version", {**work, "version": "0.0.0",
+                                     "digest": __import__("hashlib").sha256(
+                                         text.encode()).hexdigest()}, {}),
+                ("inside the arguments", None, {"prepared": work})):
+            request = {"op": "call", "method": "observe", "args": [task, "result"],
+                       "kwargs": {"tool": "Bash", "args": {"i": label}, "result": text,
+                                  **kwargs}}
+            if doc is not None:
+                request["prepared"] = doc
+            answer, _ = client.request(request)
+            blob = client.request({"op": "call", "method": "ref_bytes",
+                                   "args": [answer["ref"]], "kwargs": {}})[1].decode()
+            assert SECRET not in blob, label
+            assert answer["redacted"] == 1, label
+        # A work that fits is taken as it is (here its preview, marked), text unscrubbed
+        # again: the owner trusts its own user's clients to have done it right.
+        scrubbed = client_work(text, kind="result", args={}, thresholds=Thresholds(),
+                               counter=default_counter())
+        fitting = to_wire(scrubbed, __version__, "cl100k_base")
+        fitting["preview"][0] = "MARKED PREVIEW"
+        answer, _ = client.request({"op": "call", "method": "observe", "args": [task, "result"],
+                                    "kwargs": {"tool": "Bash", "args": {"i": "fits"},
+                                               "result": scrubbed.scrubbed.text},
+                                    "prepared": fitting})
+        assert "MARKED PREVIEW" in json.dumps(answer)
+        assert answer["redacted"] == 1
+    finally:
+        client.close()
