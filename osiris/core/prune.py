@@ -117,10 +117,10 @@ def assign_zones(items: list[ContextItem], working_set: int) -> list[ContextItem
     return out
 
 
-def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, threshold: int,
-               ttl_s: int, idle_s: float, prefix_tokens: int,
-               working_set: int = 3) -> PruneAdvice:
-    """Decide what to evict under ``mode``; a pure function of its inputs."""
+def prune_trigger(mode: str, *, used_tokens: int, threshold: int, ttl_s: int,
+                  idle_s: float) -> tuple[bool, str]:
+    """Whether ``mode`` calls for advice at all, and why: decided before the context's
+    items are gathered, which a long task's every observe would otherwise pay for."""
     if mode not in PRUNE_MODES:
         raise InvalidInputError(f"prune mode must be one of {', '.join(PRUNE_MODES)}")
     expired = ttl_s > 0 and idle_s > ttl_s
@@ -128,16 +128,23 @@ def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, thresho
               "balanced": threshold, "aggressive": threshold // 2}
     over = used_tokens >= limits[mode]
     if mode == "cache_ttl":
-        triggered = expired or over
-        trigger = (f"idle {idle_s:.0f}s > TTL {ttl_s}s" if expired else
-                   f"pressure {used_tokens} ≥ {threshold}" if over else
-                   f"idle {idle_s:.0f}s ≤ TTL {ttl_s}s and pressure {used_tokens} < {threshold}")
-    else:
-        triggered = over
-        trigger = (f"pressure {used_tokens} {'≥' if over else '<'} {limits[mode]} "
-                   f"({mode} threshold)")
+        return expired or over, (
+            f"idle {idle_s:.0f}s > TTL {ttl_s}s" if expired else
+            f"pressure {used_tokens} ≥ {threshold}" if over else
+            f"idle {idle_s:.0f}s ≤ TTL {ttl_s}s and pressure {used_tokens} < {threshold}")
+    return over, (f"pressure {used_tokens} {'≥' if over else '<'} {limits[mode]} "
+                  f"({mode} threshold)")
+
+
+def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, threshold: int,
+               ttl_s: int, idle_s: float, prefix_tokens: int,
+               working_set: int = 3) -> PruneAdvice:
+    """Decide what to evict under ``mode``; a pure function of its inputs."""
+    triggered, trigger = prune_trigger(mode, used_tokens=used_tokens, threshold=threshold,
+                                       ttl_s=ttl_s, idle_s=idle_s)
     if not triggered:
         return PruneAdvice(mode, False, trigger)
+    expired = ttl_s > 0 and idle_s > ttl_s
     zoned = assign_zones(items, working_set)
     newest = max((i.observed_us for i in zoned if i.zone in "CD"), default=None)
     eligible: list[ContextItem] = []

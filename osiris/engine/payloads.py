@@ -25,7 +25,7 @@ from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
 from osiris.core.payload_work import PayloadWork, path_in_args, payload_work
 from osiris.core.preview import Preview, make_preview
-from osiris.core.prune import ContextItem, PruneAdvice, plan_prune
+from osiris.core.prune import ContextItem, PruneAdvice, plan_prune, prune_trigger
 from osiris.core.redaction import ScrubResult, scrub, scrub_once
 from osiris.core.task_state import FileRecord, TaskState, ToolResult
 from osiris.engine import memory
@@ -365,7 +365,13 @@ def context_items(tx: Tx, task_id: str) -> list[ContextItem]:
 
 def prune_advice(ctx: EngineContext, tx: Tx, state: TaskState, used_tokens: int,
                  idle_s: float, prefix_tokens: int) -> PruneAdvice:
-    """Auto-prune check run inside observe."""
+    """Auto-prune check run inside observe (the context's items only when triggered)."""
+    settings = ctx.settings
+    triggered, trigger = prune_trigger(settings.prune_mode, used_tokens=used_tokens,
+                                       threshold=settings.prune_threshold_tokens,
+                                       ttl_s=settings.cache_ttl_s, idle_s=idle_s)
+    if not triggered:
+        return PruneAdvice(settings.prune_mode, False, trigger)
     return plan_prune(context_items(tx, state.task_id), mode=ctx.settings.prune_mode,
                       used_tokens=used_tokens, threshold=ctx.settings.prune_threshold_tokens,
                       ttl_s=ctx.settings.cache_ttl_s, idle_s=idle_s,

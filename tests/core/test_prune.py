@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from osiris.core.prune import ContextItem, plan_prune
+from osiris.core.prune import ContextItem, plan_prune, prune_trigger
 
 ITEMS = [ContextItem("mem://head", 3000, 0, "head"),
          ContextItem("mem://contract", 800, 1, "contract")] + [
@@ -21,6 +21,17 @@ def test_nothing_happens_below_the_trigger() -> None:
         advice = _plan(mode, 5_000)
         assert advice.triggered is False
         assert advice.drop == ()
+
+
+def test_the_trigger_alone_decides_whether_there_is_advice() -> None:
+    """observe asks :func:`prune_trigger` before it gathers the context's items: it must
+    agree with the whole plan on every mode, pressure and idle time."""
+    for mode in ("cache_ttl", "conservative", "balanced", "aggressive"):
+        for used in (0, 9_999, 10_000, 19_999, 20_000, 39_999, 40_000, 10**6):
+            for idle in (0.0, 300.0, 300.5, 10_000.0):
+                advice = _plan(mode, used, idle)
+                assert prune_trigger(mode, used_tokens=used, threshold=20_000, ttl_s=300,
+                                     idle_s=idle) == (advice.triggered, advice.trigger)
 
 
 def test_conservative_drops_old_history_only() -> None:
