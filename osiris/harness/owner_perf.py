@@ -200,8 +200,8 @@ COLD_STARTS = (
     ("after", "after", "the owner runs (a client's hook started it) and the start cache "
      "holds the last start's answers"),
     ("after", "after, first start", "the owner runs, no start cache (a new home, a new "
-     "OSIRIS or MCP SDK, changed settings)"),
-    ("after", "after, no owner yet", "a new home: no owner, no start cache"))
+     "OSIRIS, changed settings): answers built from OSIRIS's tool definitions"),
+    ("after", "after, no owner yet", "a new home: no owner, no start cache, built answers"))
 
 
 def cold_starts(ctx: BenchContext, runs: int) -> list[dict[str, Any]]:

@@ -286,8 +286,9 @@ def stage_mcp(ctx: BenchContext) -> None:
         f"({fp['instructions_chars']} characters).",
         f"- stdio cold start to the first tools/list answer (process start, imports, "
         f"handshake): median {ms(median(starts))} ms, p99 {ms(percentile(starts, 99))} ms "
-        f"over {runs} starts in a new home: the first without a start cache, the others "
-        "answered from it (the store owner's cold-start table below has each case).",
+        f"over {runs} starts in a new home: the first without a start cache (answers "
+        "built from the tool definitions), the others answered from it (the store owner's "
+        "cold-start table below has each case).",
         "",
     ]))
 

@@ -23,6 +23,13 @@ The answers come from :class:`StartCache`, ``$OSIRIS_HOME/server-start.json``: t
 own answers of an earlier start, recorded as they went out, valid only while the
 fingerprint matches (OSIRIS's and the SDK's versions and files, the settings, the
 operating-context file): anything that could change an answer starts the cache anew.
+
+Where there is no valid cache (a new home, a new OSIRIS, changed settings), the answers
+are built (:func:`built_answers`) from what they are made of: OSIRIS's hand-written tool
+definitions (:mod:`osiris.server.definitions`), the operating context's instructions,
+and the SDK's fixed parts (capabilities, field names) for :data:`VERIFIED_SDK`, the SDK
+release a test compares them with, answer for answer. Under any other SDK release
+nothing is built and the first start waits for the SDK, as without early answers.
 """
 
 from __future__ import annotations
@@ -73,6 +80,71 @@ def fingerprint(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
+VERIFIED_SDK = {"mcp": "2.3.0", "mcp_types": "2.3.0"}
+"""The MCP SDK release (its distributions' versions) whose answers :func:`built_answers`
+reproduces: ``tests/server/test_early.py`` compares them with the SDK's own, for every
+variant of the tool list and every version in :data:`BUILT_VERSIONS`."""
+BUILT_VERSIONS = ("2025-06-18", "2025-11-25")
+"""Requested protocol versions answered from built answers (the SDK agrees to each)."""
+_CAPABILITIES = {"prompts": {"listChanged": False},
+                 "resources": {"listChanged": False, "subscribe": False},
+                 "tools": {"listChanged": False}}
+
+
+def sdk_versions() -> dict[str, str] | None:
+    """The installed ``mcp`` and ``mcp_types`` versions, read from their distributions'
+    folder names beside the packages (``importlib.metadata`` would cost a start 40 ms);
+    None when either is missing or ambiguous."""
+    import importlib.util
+
+    found: dict[str, str] = {}
+    for name in VERIFIED_SDK:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            return None
+        folder = Path(spec.origin).parent.parent
+        try:
+            versions = [entry[len(name) + 1:-len(".dist-info")] for entry in os.listdir(folder)
+                        if entry.startswith(name + "-") and entry.endswith(".dist-info")]
+        except OSError:
+            return None
+        if len(versions) != 1:
+            return None
+        found[name] = versions[0]
+    return found
+
+
+def built_answers(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``initialize`` and ``tools/list`` answers made without the SDK (see the module
+    docstring), by requested and by negotiated protocol version; None under an SDK other
+    than :data:`VERIFIED_SDK`."""
+    return answers_for(settings) if sdk_versions() == VERIFIED_SDK else None
+
+
+def answers_for(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The answers :func:`built_answers` gives, whatever SDK is installed."""
+    from osiris.core.operating_context import instructions_text
+    from osiris.engine.operating_context import OperatingContextLoader
+    from osiris.server.definitions import DISPATCH, HOOK, TOOLS
+
+    context, _ = OperatingContextLoader(settings.sidecar_path).load()
+    dotted = settings.tool_names == "dotted"
+    listed = [*((DISPATCH,) if settings.dispatch_only else TOOLS),
+              *((HOOK,) if settings.hook_tool else ())]
+    tools = {"tools": [
+        {"name": t.name(dotted), "title": t.title, "description": t.description,
+         "inputSchema": t.schema,
+         "annotations": {"readOnlyHint": t.read_only, "destructiveHint": t.destructive,
+                         "idempotentHint": t.idempotent, "openWorldHint": False}}
+        for t in listed]}
+    initialize = {version: {"protocolVersion": version, "capabilities": _CAPABILITIES,
+                            "serverInfo": {"name": "osiris", "title": "OSIRIS",
+                                           "version": __version__},
+                            "instructions": instructions_text(context)}
+                  for version in BUILT_VERSIONS}
+    return initialize, dict.fromkeys(BUILT_VERSIONS, tools)
+
+
 @dataclass
 class StartCache:
     """The SDK's answers of an earlier start (see the module docstring)."""
@@ -96,6 +168,17 @@ class StartCache:
         if isinstance(doc, dict) and doc.get("key") == cache.key:
             cache.initialize = dict(doc.get("initialize") or {})
             cache.tools = dict(doc.get("tools") or {})
+        return cache
+
+    @classmethod
+    def load_or_build(cls, settings: Settings) -> StartCache:
+        """The cache for ``settings``; where it holds nothing, the built answers."""
+        cache = cls.load(settings)
+        if not cache.initialize:
+            built = built_answers(settings)
+            if built is not None:  # saved once the SDK's own answers have confirmed them
+                cache.initialize, cache.tools = built
+                cache.changed = True
         return cache
 
     def record(self, kind: str, version: str, result: Any) -> None:
@@ -166,7 +249,7 @@ def serve_stdio(settings: Settings) -> None:
         # As the SDK's serving does (transports.serve_stdio): Ctrl-C ends a stdio server at
         # once and quietly, here too.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-    cache = StartCache.load(settings)
+    cache = StartCache.load_or_build(settings)
     builder = _Builder(settings)
     builder.start()
     handover = Handover()
@@ -206,6 +289,7 @@ def _answer_early(cache: StartCache, ready: threading.Event) -> Handover:
                 return handover
             if answer:
                 _write(answer)
+                log.info("answered early: %s", json.loads(line).get("method"))
     handover.rest = buffer
     return handover
 

@@ -4,6 +4,7 @@ takes over the session without the client noticing."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -12,7 +13,15 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
-from osiris.server.early import CACHE_NAME
+from osiris.config import Settings
+from osiris.server.early import (
+    BUILT_VERSIONS,
+    CACHE_NAME,
+    VERIFIED_SDK,
+    answers_for,
+    built_answers,
+    sdk_versions,
+)
 from tests.server.transports import osiris_env, run
 
 MARK = "served from the start cache"
@@ -50,7 +59,9 @@ def test_the_second_start_answers_tools_list_from_the_first(osiris_home: Path) -
     assert warm["first"][0] == MARK  # the handshake and the list came from the cache
     assert warm["plan_ok"]  # the SDK took the session over: a tool call works
     assert warm["after"] == cold["first"]  # and answers the list itself afterwards
-    assert MARK not in (osiris_home / CACHE_NAME).read_text("utf-8")  # and re-recorded it
+    # and re-recorded it for the version negotiated
+    kept = json.loads((osiris_home / CACHE_NAME).read_text("utf-8"))["tools"]["2025-11-25"]
+    assert MARK not in json.dumps(kept)
 
 
 def test_changed_settings_or_a_broken_cache_are_never_served(osiris_home: Path) -> None:
@@ -81,3 +92,52 @@ def test_messages_after_an_early_handshake_reach_the_sdk_in_order(osiris_home: P
     assert answers[1]["result"]["tools"]
     assert answers[2]["error"]["code"] == -32700  # the SDK's transport judged the rest
     assert answers[3]["result"] == {}
+
+
+def _raw(env: dict[str, str], version: str) -> tuple[list[dict[str, Any]], str]:
+    """A raw handshake at ``version`` and a tools/list: the answers, and stderr."""
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": version, "capabilities": {},
+                         "clientInfo": {"name": "raw", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    done = subprocess.run([sys.executable, "-m", "osiris"], text=True, capture_output=True,
+                          input="".join(json.dumps(line) + "\n" for line in lines),
+                          env=env, timeout=120, check=False)
+    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
+
+
+VARIANTS = ({}, {"OSIRIS_TOOL_NAMES": "dotted", "OSIRIS_HOOK_TOOL": "on"},
+            {"OSIRIS_DISPATCH_ONLY": "on", "OSIRIS_HOOK_TOOL": "on"})
+
+
+def test_built_answers_are_the_sdks_own_for_every_variant(osiris_home: Path) -> None:
+    """What a first start answers without the SDK is, to the byte of JSON, what the SDK
+    answers, for every list of tools and every protocol version answered so; under an
+    SDK release other than the one compared here, nothing is built."""
+    for variant in VARIANTS:
+        env = osiris_env(OSIRIS_EARLY_ANSWERS="off", **variant)
+        initialize, tools = answers_for(Settings.from_env(env))
+        for version in BUILT_VERSIONS:
+            answers, _ = _raw(env, version)
+            assert [a.get("id") for a in answers] == [1, 2], answers
+            assert answers[0]["result"] == initialize[version]
+            assert answers[0]["result"]["protocolVersion"] == version
+            assert answers[1]["result"] == tools[version]
+    installed = {name: importlib.metadata.version(name.replace("_", "-"))
+                 for name in VERIFIED_SDK}
+    assert sdk_versions() == installed
+    built = built_answers(Settings.from_env(osiris_env()))
+    assert (built is not None) == (installed == VERIFIED_SDK)
+
+
+def test_a_first_start_in_a_new_home_answers_early(osiris_home: Path) -> None:
+    env = osiris_env(OSIRIS_LOG_LEVEL="INFO")
+    assert not (osiris_home / CACHE_NAME).exists()
+    answers, stderr = _raw(env, "2025-11-25")
+    assert [a.get("id") for a in answers] == [1, 2]
+    if sdk_versions() == VERIFIED_SDK:
+        assert "answered early: initialize" in stderr
+        assert "answered early: tools/list" in stderr
+        # confirmed by the SDK's own answers, then kept for the next start
+        assert json.loads((osiris_home / CACHE_NAME).read_text("utf-8"))["tools"]
