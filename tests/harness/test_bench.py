@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from osiris.harness.owner_perf import sustained_rate
 from osiris.harness.report import body_of
 from tests.conftest import REPO, run_cli
 
@@ -25,6 +26,11 @@ def test_quick_bench_writes_every_report(tmp_path: Path) -> None:
     # The store owner's stage measured both ways, and its kills lost nothing acknowledged.
     owner = pl.read_parquet(tmp_path / "data" / "owner_perf.parquet")
     assert set(owner["mode"].unique()) >= {"before", "after"}
+    load = owner.filter(pl.col("measure") == "3 processes: observe 2 KB").to_dicts()
+    assert {row["mode"] for row in load} == {"before", "after"}
+    for row in load:
+        assert row["lost"] == 0 and row["missing"] == 0 and row["acknowledged"] > 0
+        assert row["sustained_per_s"] > 0 and row["sustained_window_s"] > 0
     kills = pl.read_parquet(tmp_path / "data" / "owner_kills.parquet").to_dicts()[0]
     assert kills["kills"] == 10 and kills["acknowledged"] > 0
     assert kills["missing"] == 0 and kills["chain_ok"] and kills["audit_lossless"]
@@ -60,3 +66,16 @@ def test_unknown_stage_is_a_clear_error(tmp_path: Path) -> None:
     result = run_cli("bench", "--stage", "nope", "--repo", str(REPO), "--out", str(tmp_path))
     assert result.returncode == 2
     assert "unknown stage" in result.stderr
+
+
+def test_the_sustained_rate_counts_only_while_every_writer_writes() -> None:
+    # Writer a acknowledges at 0..10 s, b from 2 s, c until 8 s: the window is 2..8 s.
+    a = [float(t) for t in range(11)]
+    b = [2.0 + t / 2 for t in range(17)]  # 2 per second, 2..10
+    c = [1.0, 8.0]
+    rate = sustained_rate([a, b, c])
+    assert rate["sustained_window_s"] == 6.0
+    assert rate["sustained_per_s"] == (7 + 13 + 1) / 6  # a 2..8, b 2..8, c 8
+    assert rate["first_third_per_s"] == (3 + 5) / 2  # 2..4
+    assert rate["last_third_per_s"] == (3 + 5 + 1) / 2  # 6..8
+    assert sustained_rate([a, [3.0]])["sustained_per_s"] == 0.0  # a writer never went on
