@@ -25,6 +25,7 @@ cache that would otherwise have served; here it is estimated as
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from osiris.errors import InvalidInputError
@@ -48,6 +49,8 @@ class ContextItem(NamedTuple):
 
 
 _ITEM_FIELDS = ContextItem._fields
+_PREFIX_ZONES = {"head": "A", "contract": "B"}
+_OBSERVED = attrgetter("observed_us")
 
 
 @dataclass(frozen=True)
@@ -99,22 +102,22 @@ class PruneAdvice:
                 "net_savings_tokens": self.net_savings_tokens, "kept": len(self.keep)}
 
 
+def context_item(ref: str, tokens: int, observed_us: int, kind: str,
+                 tool: str | None = None) -> ContextItem:
+    """An item in the zone its kind and age give it outside the working set (A, B or D):
+    :func:`assign_zones` then remakes only the few that are in the working set."""
+    return ContextItem(ref, tokens, observed_us, kind, tool, _PREFIX_ZONES.get(kind) or "D")
+
+
 def assign_zones(items: list[ContextItem], working_set: int) -> list[ContextItem]:
-    """Head/contract refs are A/B; the newest ``working_set`` payloads C; the rest D."""
-    payloads = sorted((i for i in items if i.kind not in ("head", "contract")),
-                      key=lambda i: i.observed_us)
+    """Head/contract refs are A/B; the newest ``working_set`` payloads C; the rest D.
+    An item already in its zone is kept as it is (a long task's observes call this with
+    every item of the task)."""
+    payloads = sorted((i for i in items if i.kind not in _PREFIX_ZONES), key=_OBSERVED)
     recent = {i.ref for i in payloads[-working_set:]} if working_set else set()
-    out = []
-    for item in items:
-        if item.kind == "head":
-            zone = "A"
-        elif item.kind == "contract":
-            zone = "B"
-        else:
-            zone = "C" if item.ref in recent else "D"
-        out.append(ContextItem(item.ref, item.tokens, item.observed_us, item.kind, item.tool,
-                               zone))
-    return out
+    prefix = _PREFIX_ZONES.get
+    zones = [prefix(i.kind) or ("C" if i.ref in recent else "D") for i in items]
+    return [i if i.zone == z else i._replace(zone=z) for i, z in zip(items, zones, strict=True)]
 
 
 def prune_trigger(mode: str, *, used_tokens: int, threshold: int, ttl_s: int,
@@ -147,23 +150,19 @@ def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, thresho
     expired = ttl_s > 0 and idle_s > ttl_s
     zoned = assign_zones(items, working_set)
     newest = max((i.observed_us for i in zoned if i.zone in "CD"), default=None)
-    eligible: list[ContextItem] = []
-    for item in zoned:
-        if mode == "conservative":
-            ok = item.zone == "D"
-        elif mode == "balanced":
-            ok = item.zone in "CD" and item.observed_us != newest
-        elif mode == "aggressive":
-            ok = True
-        else:  # cache_ttl
-            ok = (item.zone in "CD" and (expired or item.zone == "D")) or \
-                (item.zone in "AB" and expired)
-        if ok:
-            eligible.append(item)
+    if mode == "conservative":
+        chosen = [i.zone == "D" for i in zoned]
+    elif mode == "balanced":
+        chosen = [i.zone in "CD" and i.observed_us != newest for i in zoned]
+    elif mode == "aggressive":
+        chosen = [True] * len(zoned)
+    else:  # cache_ttl
+        chosen = [(i.zone in "CD" and (expired or i.zone == "D")) or
+                  (i.zone in "AB" and expired) for i in zoned]
+    eligible = [i for i, ok in zip(zoned, chosen, strict=True) if ok]
     pruned = sum(i.tokens for i in eligible)
     prefix_pruned = 1 if any(i.zone in "AB" for i in eligible) else 0
     alive = 0.0 if ttl_s <= 0 else max(0.0, 1.0 - idle_s / ttl_s)
     cost = prefix_tokens * alive * prefix_pruned
-    chosen = {id(i) for i in eligible}
-    keep = tuple(i.ref for i in zoned if id(i) not in chosen)
+    keep = tuple(i.ref for i, ok in zip(zoned, chosen, strict=True) if not ok)
     return PruneAdvice(mode, True, trigger, tuple(eligible), pruned, cost, pruned - cost, keep)

@@ -48,10 +48,8 @@ MAX_FAILURES = 20
 def load_calls(tx: Tx, task_id: str) -> list[loopguard.CallRecord]:
     """The task's recent calls, oldest first."""
     rows = tx.con.execute(statements.RECENT_CALLS, [task_id, HISTORY_LIMIT]).fetchall()
-    return [loopguard.CallRecord(seq=r[0], tool=r[1], args_hash=r[2], fingerprint=r[3],
-                                 family=r[4], is_error=r[5], error_signature=r[6],
-                                 error_text=r[7], mutating=r[8], novel=r[9], ref=r[10],
-                                 targets=tuple(r[11].split("\t")) if r[11] else ())
+    record = loopguard.CallRecord  # positional: the columns are its fields, in order
+    return [record._make((*r[:11], tuple(r[11].split("\t")) if r[11] else ()))
             for r in reversed(rows)]
 
 

@@ -18,14 +18,14 @@ import mimetypes
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from osiris.core.display import escape_controls
 from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
 from osiris.core.payload_work import PayloadWork, path_in_args, payload_work
 from osiris.core.preview import Preview, make_preview
-from osiris.core.prune import ContextItem, PruneAdvice, plan_prune, prune_trigger
+from osiris.core.prune import ContextItem, PruneAdvice, context_item, plan_prune, prune_trigger
 from osiris.core.redaction import ScrubResult, scrub, scrub_once
 from osiris.core.task_state import FileRecord, TaskState, ToolResult
 from osiris.engine import memory
@@ -359,8 +359,10 @@ def drop_receipt(ctx: EngineContext, tx: Tx, state: TaskState, result: object,
 def context_items(tx: Tx, task_id: str) -> list[ContextItem]:
     """Payloads (and head/contract texts) OSIRIS believes are still in the context."""
     rows = tx.con.execute(statements.CONTEXT_ITEMS, [task_id]).fetchall()
-    return [ContextItem(ref=r[0], tokens=int(r[1]), observed_us=int(r[2]), kind=str(r[3]),
-                        tool=r[4]) for r in rows]
+    if rows and isinstance(rows[0], ContextItem):  # the store owner's memory keeps them
+        return cast("list[ContextItem]", rows)
+    return [context_item(ref, int(tokens), int(observed), str(kind), tool)
+            for ref, tokens, observed, kind, tool in rows]
 
 
 def prune_advice(ctx: EngineContext, tx: Tx, state: TaskState, used_tokens: int,

@@ -30,13 +30,15 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from osiris.core.prune import ContextItem, context_item
 from osiris.errors import StoreError
 from osiris.store import journal, owner_log, statements
 from osiris.store.fsutil import atomic_write, fsync_dir, fsync_file
@@ -70,7 +72,7 @@ class Rows:
 
     __slots__ = ("_rows",)
 
-    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+    def __init__(self, rows: Sequence[tuple[Any, ...]]) -> None:
         self._rows = rows
 
     def fetchone(self) -> tuple[Any, ...] | None:
@@ -103,6 +105,9 @@ class TaskHot:
     call_seqs: set[int]
     digests: set[str]
     signatures: set[str]
+    #: CONTEXT_ITEMS' answer, kept while items are only added after the newest (None:
+    #: made again from ``items`` at the next read)
+    context: list[ContextItem] | None = None
 
 
 def load_task(con: duckdb.DuckDBPyConnection, task_id: str) -> TaskHot | None:
@@ -328,10 +333,31 @@ def _recent_calls(hot: TaskHot, p: list[Any]) -> Rows | None:
 
 
 def _context_items(hot: TaskHot, p: list[Any]) -> Rows:
-    rows = [(ref, item[0], item[1], item[2], item[3]) for ref, item in hot.items.items()
-            if item[0] is not None and item[0] > 0]
-    rows.sort(key=lambda r: (r[2], r[0]))
-    return Rows(rows)
+    """CONTEXT_ITEMS as :class:`~osiris.core.prune.ContextItem` rows (their first five
+    fields are its columns), kept between reads: every observe reads them all."""
+    if hot.context is None:
+        rows = [context_item(ref, item[0], item[1], str(item[2]), item[3])
+                for ref, item in hot.items.items() if item[0] is not None and item[0] > 0]
+        rows.sort(key=_OBSERVED_REF)
+        hot.context = rows
+    return Rows(hot.context)
+
+
+def _add_context_item(hot: TaskHot, ref: str) -> None:
+    """A new ref's first ledger row: appended to the kept answer when it sorts last."""
+    if hot.context is None:
+        return
+    tokens, ts_us, kind, tool = hot.items[ref]
+    if tokens is None or tokens <= 0:
+        return  # not in the answer (a later row may change that: it clears the answer)
+    last = hot.context[-1] if hot.context else None
+    if last is None or (ts_us, ref) > (last.observed_us, last.ref):
+        hot.context.append(context_item(ref, tokens, ts_us, str(kind), tool))
+    else:
+        hot.context = None
+
+
+_OBSERVED_REF = attrgetter("observed_us", "ref")
 
 
 _WHOLE = {"refs": "SELECT ref, media_type FROM refs", "memory": "SELECT entry_id FROM memory",
@@ -446,7 +472,9 @@ def _insert_ledger(dc: DeferredConnection, p: list[Any]) -> Rows | None:
             item = hot.items.get(ref)
             if item is None:
                 hot.items[ref] = [context, ts_us, detail("kind"), detail("tool")]
+                _add_context_item(hot, ref)
             else:
+                hot.context = None
                 if context is not None:
                     item[0] = (item[0] or 0) + context
                 if ts_us < item[1]:

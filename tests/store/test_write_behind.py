@@ -43,7 +43,8 @@ class StepClock:
 
 
 def _engine(home: Path, *, write_behind: bool) -> Engine:
-    settings = Settings(home=home)
+    # A low prune threshold: every observe gives advice from the task's context items.
+    settings = Settings(home=home, prune_threshold_tokens=2_000)
     store = Store(settings, exclusive=True, sole_writer=True, write_behind=write_behind,
                   clock=StepClock())
     ids = (f"t_{n:04d}" for n in itertools.count())
@@ -83,6 +84,10 @@ def _session(engine: Engine, workspace: Path) -> list[Any]:
         if i % 10 == 5:
             answers.append(engine.plan("status", task_id=task))
             answers.append(engine.recall(stored["ref"], "grep", pattern="out"))
+        if i % 9 == 8:  # the agent drops what the advice named: an item leaves the context
+            advice = stored.get("prune") or {}
+            for dropped in advice.get("drop", [])[:2]:
+                answers.append(engine.observe(task, "dropped", result=dropped["ref"]))
     return answers
 
 
@@ -108,6 +113,8 @@ def test_calls_answered_from_memory_equal_calls_run_on_duckdb(tmp_path: Path) ->
         engine.close()
     direct, behind = runs[False], runs[True]
     assert len(direct[0]) == len(behind[0]) > 150
+    assert sum(1 for a in direct[0] if isinstance(a, dict) and a.get("prune")) > 20
+    assert sum(1 for a in direct[0] if isinstance(a, dict) and a.get("dropped")) >= 4
     for n, (a, b) in enumerate(zip(direct[0], behind[0], strict=True)):
         assert a == b, f"answer {n} differs"
     for name in TABLES:
@@ -117,7 +124,13 @@ def test_calls_answered_from_memory_equal_calls_run_on_duckdb(tmp_path: Path) ->
     assert stats is not None and stats.flushes > 0
     # Only the task creations (plan start, three sessions' first sight) and the recall's
     # media-type lookup left memory; every hook call was answered there.
-    assert sum(stats.slow_reasons.values()) <= 4 + 4, stats.slow_reasons
+    # A drop receipt reads the ref's ledger sums on DuckDB (once per dropped ref).
+    reasons = dict(stats.slow_reasons)
+    drops = sum(1 for a in behind[0] if isinstance(a, dict) and a.get("dropped"))
+    receipt = next((k for k in reasons if k.startswith("SELECT coalesce(sum(context_tokens)")),
+                   None)
+    assert receipt is None or reasons.pop(receipt) <= drops, stats.slow_reasons
+    assert sum(reasons.values()) <= 4 + 4, stats.slow_reasons
 
 
 def test_steady_state_hook_calls_touch_no_duckdb_until_the_flush(tmp_path: Path) -> None:
