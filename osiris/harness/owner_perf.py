@@ -546,8 +546,10 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
         "",
         "A stdio server started by a real MCP client (the SDK's, 2025-11-25 handshake), "
         "timed at the client from the process start. After, it answers the handshake and "
-        "the first tools/list from its last start's answers while the MCP SDK loads "
-        "(`osiris/server/early.py`); a tool call waits for the SDK, so the last columns "
+        "the first tools/list while the MCP SDK loads, from its last start's answers or, "
+        "without them, from answers built from its tool definitions (for the MCP SDK "
+        "release a test compares them with; `osiris/server/early.py`); a tool call waits "
+        "for the SDK, so the last columns "
         "are the time to the answer of a first tool call.",
         "",
         "| stdio server | n | tools/list p50 ms | p99 ms | first tool call p50 ms | p99 ms |",
