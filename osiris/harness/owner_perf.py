@@ -403,6 +403,7 @@ def stage_owner(ctx: BenchContext) -> None:
     from osiris.harness.perf import real_text
 
     n = 20 if ctx.quick else 100
+    host = host_calibration(10 if ctx.quick else 30)
     ctx.say(f"owner: engine operations in process, {n} rounds each way")
     engine_rows = engine_ops(ctx, n)
     ctx.say("owner: observe of 1 MB each way")
@@ -419,10 +420,38 @@ def stage_owner(ctx: BenchContext) -> None:
     count = 10 if ctx.quick else 100
     ctx.say(f"owner: {count} SIGKILLs under 3 writers")
     killed = kills(ctx, count)
-    rows = engine_rows + large + stdio + starts + runs + load
+    rows = host + engine_rows + large + stdio + starts + runs + load
     ctx.add_rows("owner_perf", [dict(r) for r in rows])
     ctx.add_rows("owner_kills", [killed])
     ctx.perf_sections.append(render(rows, killed, n))
+
+
+HOST_LOOP = "sum(i * i for i in range(100_000))"
+"""A fixed pure-Python workload (:func:`_host_loop`): its time says how fast this run's
+host ran."""
+
+
+HOST_START = "host: python -S -c pass"
+
+
+def _host_loop() -> int:
+    return sum(i * i for i in range(100_000))
+
+
+def host_calibration(runs: int = 30) -> list[dict[str, Any]]:
+    """How fast the host was in this run (its speed varies from day to day: the
+    milliseconds goals are absolute, so two runs compare only beside these): a Python
+    process start without ``site``, and :data:`HOST_LOOP`, medians of ``runs``."""
+    starts, loops = [], []
+    for _ in range(runs):
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
+        starts.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        _host_loop()
+        loops.append(time.perf_counter() - began)
+    return [_row(HOST_START, "host", starts),
+            _row(f"host: {HOST_LOOP}", "host", loops)]
 
 
 def _get(rows: list[dict[str, Any]], measure: str, mode: str) -> dict[str, Any]:
@@ -480,6 +509,14 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
         "writes are in the owner's fsync'd log, and the rows reach DuckDB in batches once "
         f"they have waited {FLUSH_AFTER_S * 1000:.0f} ms (or a read needs them). Both "
         "measured here, one after the other.",
+        "",
+        f"The host in this run: a Python process start (`python -S -c pass`, from "
+        f"`subprocess.run`) took a median {ms(_get(rows, HOST_START, 'host')['median_s'])} "
+        f"ms and `{HOST_LOOP}` {ms(_get(rows, f'host: {HOST_LOOP}', 'host')['median_s'])} "
+        "ms. "
+        "The goals below are absolute milliseconds; this sandbox's speed has varied 2.5x "
+        "between runs, so compare runs beside these two figures, and before with after "
+        "within a run.",
         "",
         f"### Engine operations, in process ({n} rounds)",
         "",

@@ -28,6 +28,8 @@ def test_quick_bench_writes_every_report(tmp_path: Path) -> None:
     assert set(owner["mode"].unique()) >= {"before", "after"}
     load = owner.filter(pl.col("measure") == "3 processes: observe 2 KB").to_dicts()
     assert {row["mode"] for row in load} == {"before", "after"}
+    host = owner.filter(pl.col("mode") == "host")["median_s"].to_list()
+    assert len(host) == 2 and all(value > 0 for value in host)  # the host's calibration
     for row in load:
         assert row["lost"] == 0 and row["missing"] == 0 and row["acknowledged"] > 0
         assert row["sustained_per_s"] > 0 and row["sustained_window_s"] > 0
