@@ -1,12 +1,15 @@
-"""A subprocess's output read line by line, with every wait bounded."""
+"""A subprocess's output read line by line, with every wait bounded; a raw stdio client."""
 
 from __future__ import annotations
 
+import json
 import queue
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, AnyStr, Generic
+from typing import IO, Any, AnyStr, Generic
 
 WAIT_S = 60  # a bound, not a wait: lines normally arrive in milliseconds
 
@@ -55,3 +58,37 @@ class Lines(Generic[AnyStr]):
         while (line := self.next()) is not None:
             out.append(line)
         return out
+
+
+class RawStdio:
+    """``python -m osiris`` on pipes, read by threads so no missing reply can hang the test."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "osiris"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout, self.stderr = Lines(self.proc.stdout), Lines(self.proc.stderr)
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self) -> dict[str, Any]:
+        line = self.stdout.next()
+        assert line is not None, "the server closed stdout"
+        message = json.loads(line)  # stdout carries JSON-RPC only
+        assert isinstance(message, dict) and message["jsonrpc"] == "2.0", message
+        return message
+
+    def close(self) -> tuple[list[bytes], bytes]:
+        """End the client; what the server wrote after the last reply, and its stderr."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        rest, stderr = self.stdout.rest(), b"".join(self.stderr.seen + self.stderr.rest())
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            assert pipe is not None
+            pipe.close()  # both were read to their end
+        return rest, stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from osiris.server.early import (
     built_answers,
     sdk_versions,
 )
+from tests.server.streams import RawStdio
 from tests.server.transports import osiris_env, run
 
 MARK = "served from the start cache"
@@ -76,17 +76,10 @@ def test_changed_settings_or_a_broken_cache_are_never_served(osiris_home: Path) 
 
 def test_messages_after_an_early_handshake_reach_the_sdk_in_order(osiris_home: Path) -> None:
     run(_session(osiris_env()))  # the cache now holds this version's answers
-    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                         "clientInfo": {"name": "raw", "version": "1"}}},
-             {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-    wire = "".join(json.dumps(line) + "\n" for line in lines)
-    wire += '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {\n'  # broken
-    wire += json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}) + "\n"
-    done = subprocess.run([sys.executable, "-m", "osiris"], input=wire, text=True,
-                          capture_output=True, env=osiris_env(), timeout=120, check=False)
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    lines = [json.dumps(_initialize("2025-11-25")).encode(), INITIALIZED, TOOLS_LIST,
+             b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {',  # broken
+             json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}).encode()]
+    answers, _ = _exchange(osiris_env(), lines, 4)
     assert [a.get("id") for a in answers] == [1, 2, 3, 4]  # once each, in order
     assert answers[0]["result"]["serverInfo"]["name"] == "osiris"
     assert answers[1]["result"]["tools"]
@@ -94,17 +87,33 @@ def test_messages_after_an_early_handshake_reach_the_sdk_in_order(osiris_home: P
     assert answers[3]["result"] == {}
 
 
+INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+TOOLS_LIST = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+
+
+def _initialize(version: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+def _exchange(env: dict[str, str], lines: list[bytes],
+              requests: int) -> tuple[list[dict[str, Any]], str]:
+    """Send ``lines`` to a stdio server and read ``requests`` answers before closing its
+    stdin, as a client does (mcp 2.3 cancels requests still in flight when stdin ends);
+    every answer, including any written after the close, and stderr."""
+    raw = RawStdio(env)
+    for line in lines:
+        raw.send(line)
+    answers = [raw.reply() for _ in range(requests)]
+    rest, stderr = raw.close()
+    return answers + [json.loads(line) for line in rest], stderr.decode()
+
+
 def _raw(env: dict[str, str], version: str) -> tuple[list[dict[str, Any]], str]:
     """A raw handshake at ``version`` and a tools/list: the answers, and stderr."""
-    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": version, "capabilities": {},
-                         "clientInfo": {"name": "raw", "version": "1"}}},
-             {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-    done = subprocess.run([sys.executable, "-m", "osiris"], text=True, capture_output=True,
-                          input="".join(json.dumps(line) + "\n" for line in lines),
-                          env=env, timeout=120, check=False)
-    return [json.loads(line) for line in done.stdout.splitlines()], done.stderr
+    return _exchange(env, [json.dumps(_initialize(version)).encode(), INITIALIZED,
+                           TOOLS_LIST], 2)
 
 
 VARIANTS = ({}, {"OSIRIS_TOOL_NAMES": "dotted", "OSIRIS_HOOK_TOOL": "on"},

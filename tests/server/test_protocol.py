@@ -4,15 +4,13 @@ with the right code (stdio and HTTP, both protocol eras), and the server keeps s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import httpx2
 import pytest
 from mcp import MCPError
 
-from tests.server.streams import Lines
+from tests.server.streams import RawStdio
 from tests.server.transports import ERAS, client_for, http_server, osiris_env, run
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -53,40 +51,6 @@ MALFORMED: list[tuple[bytes, int, Any]] = [
     (b'{"jsonrpc": "2.0", "id": 19, "method": "ping"', PARSE_ERROR, 19),
     (b"\xff\xfe not even utf-8", PARSE_ERROR, None),
 ]
-
-
-class RawStdio:
-    """``python -m osiris`` on pipes, read by threads so no missing reply can hang the test."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "osiris"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.stdout, self.stderr = Lines(self.proc.stdout), Lines(self.proc.stderr)
-
-    def send(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + b"\n")
-        self.proc.stdin.flush()
-
-    def reply(self) -> dict[str, Any]:
-        line = self.stdout.next()
-        assert line is not None, "the server closed stdout"
-        message = json.loads(line)  # stdout carries JSON-RPC only
-        assert isinstance(message, dict) and message["jsonrpc"] == "2.0", message
-        return message
-
-    def close(self) -> tuple[list[bytes], bytes]:
-        """End the client; what the server wrote after the last reply, and its stderr."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-        rest, stderr = self.stdout.rest(), b"".join(self.stderr.seen + self.stderr.rest())
-        for pipe in (self.proc.stdout, self.proc.stderr):
-            assert pipe is not None
-            pipe.close()  # both were read to their end
-        return rest, stderr
 
 
 def _ping(raw: RawStdio, request_id: str) -> None:
