@@ -24,6 +24,7 @@ cache that would otherwise have served; here it is estimated as
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -51,6 +52,7 @@ class ContextItem(NamedTuple):
 _ITEM_FIELDS = ContextItem._fields
 _PREFIX_ZONES = {"head": "A", "contract": "B"}
 _OBSERVED = attrgetter("observed_us")
+_TOKENS = attrgetter("tokens")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,12 @@ class PruneAdvice:
     net_savings_tokens: float = 0.0
     keep: tuple[str, ...] = field(default=())
 
+    @functools.cached_property
+    def largest(self) -> list[ContextItem]:
+        """The :data:`MAX_DROP_SHOWN` largest payloads to drop, the earliest first among
+        equals (the answer and the journal list these)."""
+        return sorted(self.drop, key=_TOKENS, reverse=True)[:MAX_DROP_SHOWN]
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form, compact enough for an observe answer: the
         :data:`MAX_DROP_SHOWN` largest payloads to drop (the answer reaches the model on
@@ -74,7 +82,7 @@ class PruneAdvice:
         out: dict[str, Any] = {"mode": self.mode, "triggered": self.triggered,
                                "trigger": self.trigger}
         if self.triggered:
-            shown = sorted(self.drop, key=lambda i: -i.tokens)[:MAX_DROP_SHOWN]
+            shown = self.largest
             out.update(
                 drop=[{"ref": i.ref, "tokens": i.tokens, "zone": i.zone} for i in shown],
                 pruned_tokens=self.pruned_tokens,
@@ -92,7 +100,7 @@ class PruneAdvice:
         """The journal's form: the advice as given (the payloads listed, whole), with the
         totals of what was not listed and the number of payloads kept. Bounded like the
         answer, so that a long task's every observe does not journal every ref again."""
-        shown = sorted(self.drop, key=lambda i: -i.tokens)[:MAX_DROP_SHOWN]
+        shown = self.largest
         return {"mode": self.mode, "triggered": self.triggered, "trigger": self.trigger,
                 "drop": tuple({name: getattr(i, name) for name in _ITEM_FIELDS}
                               for i in shown),
@@ -148,21 +156,31 @@ def plan_prune(items: list[ContextItem], *, mode: str, used_tokens: int, thresho
     if not triggered:
         return PruneAdvice(mode, False, trigger)
     expired = ttl_s > 0 and idle_s > ttl_s
-    zoned = assign_zones(items, working_set)
-    newest = max((i.observed_us for i in zoned if i.zone in "CD"), default=None)
-    if mode == "conservative":
-        chosen = [i.zone == "D" for i in zoned]
-    elif mode == "balanced":
-        chosen = [i.zone in "CD" and i.observed_us != newest for i in zoned]
-    elif mode == "aggressive":
-        chosen = [True] * len(zoned)
-    else:  # cache_ttl
-        chosen = [(i.zone in "CD" and (expired or i.zone == "D")) or
-                  (i.zone in "AB" and expired) for i in zoned]
-    eligible = [i for i, ok in zip(zoned, chosen, strict=True) if ok]
-    pruned = sum(i.tokens for i in eligible)
-    prefix_pruned = 1 if any(i.zone in "AB" for i in eligible) else 0
+    # One pass over the items (a long task's every observe plans over all of them): the
+    # zone of each (as assign_zones gives it) decides whether the mode takes it.
+    payloads = sorted((i for i in items if i.kind not in _PREFIX_ZONES), key=_OBSERVED)
+    recent = {i.ref for i in payloads[-working_set:]} if working_set else set()
+    newest = payloads[-1].observed_us if payloads else None
+    prefix_goes = mode == "aggressive" or (mode == "cache_ttl" and expired)
+    takes = {"A": prefix_goes, "B": prefix_goes,
+             "C": mode in ("balanced", "aggressive") or (mode == "cache_ttl" and expired),
+             "D": True}
+    spare_newest = mode == "balanced"
+    prefix = _PREFIX_ZONES.get
+    eligible: list[ContextItem] = []
+    keep: list[str] = []
+    pruned = prefix_pruned = 0
+    for given in items:
+        zone = prefix(given.kind) or ("C" if given.ref in recent else "D")
+        item = given if zone == given.zone else given._replace(zone=zone)
+        if takes[zone] and not (spare_newest and item.observed_us == newest):
+            eligible.append(item)
+            pruned += item.tokens
+            if zone in "AB":
+                prefix_pruned = 1
+        else:
+            keep.append(item.ref)
     alive = 0.0 if ttl_s <= 0 else max(0.0, 1.0 - idle_s / ttl_s)
     cost = prefix_tokens * alive * prefix_pruned
-    keep = tuple(i.ref for i, ok in zip(zoned, chosen, strict=True) if not ok)
-    return PruneAdvice(mode, True, trigger, tuple(eligible), pruned, cost, pruned - cost, keep)
+    return PruneAdvice(mode, True, trigger, tuple(eligible), pruned, cost, pruned - cost,
+                       tuple(keep))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from osiris.core.prune import ContextItem, plan_prune, prune_trigger
@@ -92,3 +94,46 @@ def test_the_advice_lists_the_largest_payloads_and_stays_bounded_in_a_long_task(
     assert [d["ref"] for d in record["drop"]] == [i.ref for i in largest]
     assert record["not_listed"] == 499 - MAX_DROP_SHOWN and record["kept"] == 1
     assert len(json.dumps(shown)) < 2_500 and len(json.dumps(record)) < 3_500
+
+
+# The module's table, written out over assign_zones' zones: what each mode evicts.
+def _evicts(mode: str, zone: str, expired: bool) -> bool:
+    return {"conservative": zone == "D",
+            "balanced": zone in "CD",
+            "aggressive": True,
+            "cache_ttl": zone == "D" or expired}[mode]
+
+
+def test_the_plan_evicts_by_the_table_over_assign_zones_zones() -> None:
+    """plan_prune decides zone and eviction in one pass over a long task's items; it must
+    give what the table in this module's docstring gives over assign_zones' zones, for
+    items in any order, with repeated times and refs and stale zones."""
+    from osiris.core.prune import PRUNE_MODES, assign_zones, context_item
+
+    rnd = random.Random(20)
+    kinds = ("result", "error", "file", "head", "contract")
+    for _ in range(3000):
+        items = [context_item(f"mem://{rnd.randint(0, 40)}", rnd.randint(1, 500),
+                              rnd.randint(0, 20), rnd.choice(kinds))
+                 for _ in range(rnd.randint(0, 30))]
+        if rnd.random() < 0.3:
+            items = [i._replace(zone=rnd.choice("ABCD")) for i in items]
+        mode, working_set = rnd.choice(PRUNE_MODES), rnd.choice((0, 1, 3))
+        ttl_s, idle_s, prefix = rnd.choice((0, 300)), rnd.choice((1.0, 500.0)), 700
+        advice = plan_prune(items, mode=mode, used_tokens=10**6, threshold=20_000,
+                            ttl_s=ttl_s, idle_s=idle_s, prefix_tokens=prefix,
+                            working_set=working_set)
+        zoned = assign_zones(items, working_set)
+        expired = ttl_s > 0 and idle_s > ttl_s
+        newest = max((i.observed_us for i in zoned if i.zone in "CD"), default=None)
+        goes = [_evicts(mode, i.zone, expired)
+                and not (mode == "balanced" and i.observed_us == newest) for i in zoned]
+        drop = [i for i, ok in zip(zoned, goes, strict=True) if ok]
+        assert list(advice.drop) == drop
+        assert advice.keep == tuple(i.ref for i, ok in zip(zoned, goes, strict=True)
+                                    if not ok)
+        assert advice.pruned_tokens == sum(i.tokens for i in drop)
+        alive = 0.0 if ttl_s <= 0 else max(0.0, 1.0 - idle_s / ttl_s)
+        lost = prefix * alive if any(i.zone in "AB" for i in drop) else 0.0
+        assert advice.prefix_cost_tokens == lost
+        assert advice.net_savings_tokens == advice.pruned_tokens - lost
