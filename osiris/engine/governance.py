@@ -7,6 +7,7 @@ verdict is journaled with the caller's identity (the transaction's actor).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -48,9 +49,16 @@ MAX_FAILURES = 20
 def load_calls(tx: Tx, task_id: str) -> list[loopguard.CallRecord]:
     """The task's recent calls, oldest first."""
     rows = tx.con.execute(statements.RECENT_CALLS, [task_id, HISTORY_LIMIT]).fetchall()
-    record = loopguard.CallRecord  # positional: the columns are its fields, in order
-    return [record._make((*r[:11], tuple(r[11].split("\t")) if r[11] else ()))
-            for r in reversed(rows)]
+    return [_call_record(r) for r in reversed(rows)]
+
+
+@functools.lru_cache(maxsize=4 * HISTORY_LIMIT)
+def _call_record(row: tuple[Any, ...]) -> loopguard.CallRecord:
+    """A RECENT_CALLS row as a record (positional: the columns are its fields, in order).
+    Cached by the row's value: every observe reads the task's last HISTORY_LIMIT calls,
+    all but one of which the observe before it read too."""
+    return loopguard.CallRecord._make(
+        (*row[:11], tuple(row[11].split("\t")) if row[11] else ()))
 
 
 def _budget_detail(state: TaskState) -> str:
