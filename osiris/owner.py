@@ -182,7 +182,8 @@ class Owner:
             self.close()
 
     def _flush_when_idle(self) -> None:
-        """Write deferred rows to DuckDB once they have waited :data:`FLUSH_AFTER_S`."""
+        """Write deferred rows to DuckDB once they have waited :data:`FLUSH_AFTER_S`,
+        beside the calls (:meth:`osiris.store.state.Store.flush`)."""
         while not self._stop.is_set():
             self._stop.wait(FLUSH_AFTER_S / 2)
             store = self.store

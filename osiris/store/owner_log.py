@@ -6,10 +6,16 @@ transaction, ``fdatasync``'d before it replies. A flush later writes the rows of
 calls to DuckDB in one transaction (:func:`apply`), records the number of the last
 record applied in table ``owner_log`` in that same transaction, and empties the file.
 
+The log is two files. A flush that runs beside the calls (the owner's timer) first
+switches the appends to the other file, which is empty, then writes what the first
+one holds to DuckDB and empties it: calls go on while DuckDB writes. A flush that
+runs inside the store (a read, a slow call, closing) writes everything and empties
+both.
+
 After a crash, whoever opens the store for writing next (the next owner, or a process
 that opens the file directly) first applies the records numbered after
-``owner_log.applied_lsn`` (:func:`replay`): an acknowledged call is never lost, and no
-record is applied twice.
+``owner_log.applied_lsn`` (:func:`replay`), from both files in the order of their
+numbers: an acknowledged call is never lost, and no record is applied twice.
 
 A line is ``<crc32 hex> <json>\\n`` with json ``[lsn, [[sql, params], ...]]``. A torn
 last line (no newline, bad checksum, bad JSON) was never acknowledged: reading stops
@@ -37,6 +43,8 @@ log = logging.getLogger(__name__)
 
 LOG_NAME = "owner-log.jsonl"
 """File name of the owner's log in the home."""
+LOG_NAMES = (LOG_NAME, "owner-log.2.jsonl")
+"""Its two files (appends go to one of them at a time)."""
 
 Statement = tuple[str, list[Any]]
 
@@ -78,28 +86,43 @@ def restore_blobs(home: Path, items: list[Statement]) -> int:
 
 
 def log_path(home: Path) -> Path:
-    """Where a home's owner log lives."""
+    """Where a home's owner log lives (its first file)."""
     return home / LOG_NAME
 
 
+def log_paths(home: Path) -> tuple[Path, ...]:
+    """Both files of a home's owner log."""
+    return tuple(home / name for name in LOG_NAMES)
+
+
 def has_records(home: Path) -> bool:
-    """True when the home's owner log holds anything (one ``stat``)."""
-    try:
-        return os.stat(log_path(home)).st_size > 0
-    except OSError:
-        return False
+    """True when the home's owner log holds anything (a ``stat`` per file)."""
+    for path in log_paths(home):
+        try:
+            if os.stat(path).st_size > 0:
+                return True
+        except OSError:
+            pass
+    return False
 
 
 class OwnerLog:
-    """The append-only file, held open by the owner."""
+    """The two append-only files, held open by the owner (appends go to ``path``)."""
 
     def __init__(self, home: Path) -> None:
-        self.path = log_path(home)
+        self.paths = log_paths(home)
+        self.current = 0
         self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        """The file appends go to now."""
+        return self.paths[self.current]
 
     def _open(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            path = self.path
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         return self._fd
 
     def append(self, lsn: int, records: list[Statement]) -> None:
@@ -114,18 +137,43 @@ class OwnerLog:
             os.fdatasync(fd)
         except OSError as exc:
             raise StoreError(
-                f"the owner log {self.path} could not be written ({exc.strerror or exc}): "
+                f"the owner log {self.path} could not be written ({exc}): "
                 "the call was not recorded; free disk space or check the home's "
                 "permissions") from exc
 
-    def truncate(self) -> None:
-        """Empty the file (every record in it is applied to DuckDB)."""
+    def switch(self) -> int | None:
+        """Send the next appends to the other file, if it is empty; return the index of
+        the file left (None: the other file still holds records, nothing changed)."""
+        other = 1 - self.current
         try:
-            fd = self._open()
-            os.ftruncate(fd, 0)
-            os.fsync(fd)
-        except OSError as exc:  # the applied records stay and are skipped by number
-            log.warning("could not empty the owner log %s: %s", self.path, exc)
+            if os.stat(self.paths[other]).st_size > 0:
+                return None
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        self.close()
+        left, self.current = self.current, other
+        return left
+
+    def empty(self, index: int) -> None:
+        """Empty file ``index``, whose records are all applied to DuckDB (not the one
+        appends go to: the other file after a :meth:`switch`)."""
+        if index == self.current:
+            raise StoreError("the owner log file in use cannot be emptied on its own")
+        _empty(self.paths[index])
+
+    def truncate(self) -> None:
+        """Empty both files (every record in them is applied to DuckDB)."""
+        for index, path in enumerate(self.paths):
+            if index == self.current and self._fd is not None:
+                try:
+                    os.ftruncate(self._fd, 0)
+                    os.fsync(self._fd)
+                except OSError as exc:  # the applied records stay and are skipped by number
+                    log.warning("could not empty the owner log %s: %s", path, exc)
+            else:
+                _empty(path)
 
     def close(self) -> None:
         """Close the file."""
@@ -133,6 +181,23 @@ class OwnerLog:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
+
+
+def _empty(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        log.warning("could not empty the owner log %s: %s", path, exc)
+        return
+    try:
+        os.ftruncate(fd, 0)
+        os.fsync(fd)
+    except OSError as exc:  # the applied records stay and are skipped by number
+        log.warning("could not empty the owner log %s: %s", path, exc)
+    finally:
+        os.close(fd)
 
 
 def read_records(path: Path) -> list[tuple[int, list[Statement]]]:
@@ -154,6 +219,13 @@ def read_records(path: Path) -> list[tuple[int, list[Statement]]]:
     return records
 
 
+def read_all(home: Path) -> list[tuple[int, list[Statement]]]:
+    """Every complete record of both files of a home's log, in the order of their
+    numbers."""
+    return sorted((record for path in log_paths(home) for record in read_records(path)),
+                  key=lambda record: record[0])
+
+
 def applied_lsn(con: duckdb.DuckDBPyConnection) -> int:
     """Number of the last owner-log record already in the database."""
     # fetchall, here and in osiris.store.write_behind: a result left half-read makes
@@ -166,7 +238,7 @@ def replay(con: duckdb.DuckDBPyConnection, home: Path) -> tuple[int, tuple[int, 
     """Apply the records not yet in the database, inside the caller's transaction;
     return how many and the journal head they end on (None without events). The caller
     empties the file after its COMMIT."""
-    records = read_records(log_path(home))
+    records = read_all(home)
     done = applied_lsn(con)
     todo = [(lsn, items) for lsn, items in records if lsn > done]
     if not todo:

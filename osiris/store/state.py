@@ -285,12 +285,21 @@ class Store:
             ) from exc
 
     def flush(self, age_s: float = 0.0) -> bool:
-        """The owner: write deferred rows that waited ``age_s`` to DuckDB; True if any."""
+        """The owner: write deferred rows that waited ``age_s`` to DuckDB; True if any.
+        The rows are taken inside the store and written beside the calls, on a
+        connection of their own (see osiris.store.write_behind)."""
         behind = self.behind
         if behind is None or not behind.due(age_s):
             return False
         with self.db.hold() as con:
-            behind.flush(con)
+            if not behind.due(age_s):
+                return False
+            batch = behind.take()
+            if batch is None:
+                behind.flush(con)
+                return True
+            own = con.cursor()
+        behind.write(batch, own)
         return True
 
     @contextlib.contextmanager
@@ -367,8 +376,8 @@ class Store:
         its deferred rows first."""
         if self.behind is not None:
             try:
-                if self.behind.pending:
-                    with self.db.hold() as con:
+                if self.behind.unwritten():
+                    with self.db.hold() as con:  # after any flush beside the calls
                         self.behind.flush(con)
             finally:
                 self.behind.close()

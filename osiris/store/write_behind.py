@@ -18,8 +18,12 @@ so it can keep what those statements read in memory, exactly:
   demand. A rollback drops the cache too. So an unknown statement is always correct.
 - :class:`WriteBehind` flushes: the deferred rows of many calls, in one DuckDB
   transaction, batched per table, with the log number they end on; then the log is
-  emptied and the journal witness advances. The owner flushes when it has been idle for
-  a moment, when a read needs DuckDB, and before it exits.
+  emptied and the journal witness advances. The owner's timer flushes rows that have
+  waited a moment *beside* the calls (:meth:`WriteBehind.take`, then
+  :meth:`WriteBehind.write` on a connection of its own, outside the store: a flush
+  takes DuckDB 50-100 ms, which held every call back while it ran inside); a read that
+  needs DuckDB, a slow call and closing flush inside the store (:meth:`WriteBehind.flush`),
+  after waiting for a flush beside them to end.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import collections
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -258,7 +263,7 @@ class DeferredConnection:
         """Undo: DuckDB's part rolls back, the deferred part is dropped, and so is the
         cache (it may hold this transaction's changes). Blob files stay (immutable, and
         nothing refers to them); the next flush fsyncs them."""
-        self._behind.unsynced.update((path, data) for _, data, path in blobs or [])
+        self._behind.note_unsynced(blobs or [])
         if self.slow:
             with contextlib.suppress(duckdb.Error):
                 self._con.execute("ROLLBACK")
@@ -583,8 +588,28 @@ _HANDLERS: dict[str, Handler] = {
 }
 
 
+@dataclass
+class Batch:
+    """Deferred rows taken for a flush beside the calls (:meth:`WriteBehind.take`)."""
+
+    items: list[Statement]
+    lsn: int
+    """The number of the last log record they come from."""
+    head: tuple[int, str] | None
+    unsynced: dict[Path, bytes]
+    created: set[str]
+    log_file: int
+    """The log file that holds their records (appends went to the other one)."""
+
+
 class WriteBehind:
-    """The owner's deferred rows, their log, and the flush that writes them."""
+    """The owner's deferred rows, their log, and the flushes that write them.
+
+    Locks: the store's mutex (held by every call, and by :meth:`take` and
+    :meth:`flush`), then ``_flushing`` (held from :meth:`take` to the end of
+    :meth:`write`, and by :meth:`flush`). :meth:`write` runs without the store's mutex and
+    never takes it, so a call that needs DuckDB waits for the write to end, never the
+    other way round."""
 
     def __init__(self, home: Path) -> None:
         self.home = home
@@ -605,6 +630,12 @@ class WriteBehind:
         #: Flushes done and the rows they wrote (reported by the benchmark).
         self.flushes = 0
         self.flushed_rows = 0
+        #: Held while rows are written to DuckDB (see the class's docstring).
+        self._flushing = threading.Lock()
+        #: Guards ``unsynced`` between the calls and a write beside them.
+        self._books = threading.Lock()
+        #: A batch whose write failed: the next flush writes it first.
+        self._failed: Batch | None = None
 
     def recover(self, con: duckdb.DuckDBPyConnection) -> None:
         """At the owner's first transaction: apply what a crashed owner left in the log."""
@@ -628,17 +659,30 @@ class WriteBehind:
         logged = [*items, *(owner_log.blob_item(ref, data) for ref, data, _ in blobs or [])]
         self.log.append(self._lsn + 1, logged)
         self._lsn += 1
-        self.unsynced.update((path, data) for _, data, path in blobs or [])
+        self.note_unsynced(blobs or [])
         self.pending.extend(items)
         if head is not None:
             self._pending_head = head
         if self._oldest is None:
             self._oldest = time.monotonic()
 
+    def unwritten(self) -> bool:
+        """Rows not yet in DuckDB: deferred, being written beside the calls, or left by
+        a failed write."""
+        return bool(self.pending) or self._failed is not None or self._flushing.locked()
+
+    def note_unsynced(self, blobs: list[Blob]) -> None:
+        """Blob files written without fsync, for the next flush to fsync."""
+        if blobs:
+            with self._books:
+                self.unsynced.update((path, data) for _, data, path in blobs)
+
     def due(self, age_s: float) -> bool:
-        """True when rows have waited ``age_s`` or there are too many."""
-        return bool(self.pending) and (len(self.pending) >= FLUSH_ROWS or (
-            self._oldest is not None and time.monotonic() - self._oldest >= age_s))
+        """True when rows have waited ``age_s`` or there are too many (or a write
+        failed)."""
+        return self._failed is not None or (bool(self.pending) and (
+            len(self.pending) >= FLUSH_ROWS or (
+                self._oldest is not None and time.monotonic() - self._oldest >= age_s)))
 
     def sync_blobs(self, blobs: list[Blob]) -> None:
         """fsync blob files written without it (rewriting one that is gone or changed),
@@ -655,48 +699,114 @@ class WriteBehind:
         for folder in folders:
             fsync_dir(folder)
 
-    def _sync_unsynced(self) -> None:
+    def _sync(self, unsynced: dict[Path, bytes]) -> None:
         try:
-            self.sync_blobs([("", data, path) for path, data in self.unsynced.items()])
+            self.sync_blobs([("", data, path) for path, data in unsynced.items()])
         except OSError as exc:
             raise StoreError(f"the store owner could not fsync blob files of {self.home} "
-                             f"({exc}); their copies stay in {self.log.path}") from exc
-        self.unsynced.clear()
+                             f"({exc}); their copies stay in its owner log") from exc
 
-    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Write every deferred row to DuckDB in one transaction (outside any other).
-        Blob files the log holds copies of are fsynced first: the log is emptied after."""
-        if not self.pending:
-            if self.unsynced:  # only blobs wait: make them durable, empty the log
-                self._sync_unsynced()
-                self.log.truncate()
-            return
-        self._sync_unsynced()
-        con.execute("BEGIN TRANSACTION")
+    def _apply(self, con: duckdb.DuckDBPyConnection, items: list[Statement],
+               lsn: int) -> None:
+        """``items`` in one DuckDB transaction that records ``lsn`` as applied."""
+        began = False
         try:
-            owner_log.apply(con, self.pending)
-            con.execute("UPDATE owner_log SET applied_lsn = ? WHERE id = 1", [self._lsn])
+            con.execute("BEGIN TRANSACTION")
+            began = True
+            owner_log.apply(con, items)
+            con.execute("UPDATE owner_log SET applied_lsn = ? WHERE id = 1", [lsn])
             con.execute("COMMIT")
         except BaseException as exc:
-            with contextlib.suppress(duckdb.Error):
-                con.execute("ROLLBACK")
+            if began:
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
             if isinstance(exc, duckdb.Error):
                 raise StoreError(
-                    f"the store owner could not write {len(self.pending)} acknowledged rows "
-                    f"to {self.home} ({exc}); they are safe in {self.log.path} and are "
+                    f"the store owner could not write {len(items)} acknowledged rows "
+                    f"to {self.home} ({exc}); they are safe in its owner log and are "
                     "written when the store opens next (free disk space, then retry)"
                 ) from exc
             raise
         self.flushes += 1
-        self.flushed_rows += len(self.pending)
+        self.flushed_rows += len(items)
         self.broken = False
-        self.cache.created.clear()
-        self.pending = []
-        self._oldest = None
-        self.log.truncate()
-        if self._pending_head is not None:
-            _advance_witness(self.home, self._pending_head)
-            self._pending_head = None
+
+    def flush(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Inside the store: write every deferred row to DuckDB in one transaction
+        (outside any other), after a flush beside the calls has ended (and first the rows
+        of one that failed). Blob files the log holds copies of are fsynced first: both
+        log files are emptied after."""
+        with self._flushing:
+            failed = self._failed
+            items = [*(failed.items if failed else ()), *self.pending]
+            with self._books:
+                unsynced = {**(failed.unsynced if failed else {}), **self.unsynced}
+            if not items:
+                if unsynced:  # only blobs wait: make them durable, empty the log
+                    self._sync(unsynced)
+                    self._forget_synced(unsynced)
+                    self.log.truncate()
+                return
+            self._sync(unsynced)
+            self._apply(con, items, self._lsn)
+            self._failed = None
+            self._forget_synced(unsynced)
+            self.cache.created.clear()
+            self.pending = []
+            self._oldest = None
+            self.log.truncate()
+            head = self._pending_head or (failed.head if failed else None)
+            if head is not None:
+                _advance_witness(self.home, head)
+                self._pending_head = None
+
+    def take(self) -> Batch | None:
+        """Inside the store: the deferred rows, for :meth:`write` to flush beside the
+        calls; appends go to the other log file from here on. None when there is
+        nothing to take, or a write failed, or the other file still holds records:
+        :meth:`flush` then."""
+        if not self.pending or self._failed is not None \
+                or not self._flushing.acquire(blocking=False):
+            return None
+        left = self.log.switch()
+        if left is None:
+            self._flushing.release()
+            return None
+        with self._books:
+            unsynced = dict(self.unsynced)
+        batch = Batch(self.pending, self._lsn, self._pending_head, unsynced,
+                      set(self.cache.created), left)
+        self.pending, self._pending_head, self._oldest = [], None, None
+        return batch
+
+    def write(self, batch: Batch, con: duckdb.DuckDBPyConnection) -> None:
+        """Outside the store: write ``batch`` to DuckDB on ``con`` (a connection of the
+        caller's own, closed here), empty its log file and advance the witness. On
+        failure the rows stay in the log and in memory, and the next flush writes them
+        first."""
+        try:
+            self._sync(batch.unsynced)
+            self._apply(con, batch.items, batch.lsn)
+            self.log.empty(batch.log_file)
+            self._forget_synced(batch.unsynced)
+            # Tasks the batch inserted are in DuckDB now (a set operation: atomic under
+            # the GIL against a call adding one).
+            self.cache.created.difference_update(batch.created)
+            if batch.head is not None:
+                _advance_witness(self.home, batch.head)
+        except BaseException:
+            self._failed = batch
+            raise
+        finally:
+            con.close()
+            self._flushing.release()
+
+    def _forget_synced(self, synced: dict[Path, bytes]) -> None:
+        """Blob files fsynced by a flush leave ``unsynced`` (unless written since)."""
+        with self._books:
+            for path, data in synced.items():
+                if self.unsynced.get(path) is data:
+                    del self.unsynced[path]
 
     def reset(self, con: duckdb.DuckDBPyConnection) -> None:
         """Drop the cache, after writing what is deferred (see :class:`HotCache`)."""

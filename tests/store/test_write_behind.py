@@ -18,12 +18,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from osiris.config import Settings
 from osiris.engine.facade import Engine
+from osiris.errors import StoreError
 from osiris.store import journal, owner_log
 from osiris.store.db import ask_owner_to_release
 from osiris.store.refs import RefStore
 from osiris.store.state import Store
+from osiris.store.write_behind import Batch
 from tests.conftest import run_cli
 
 TABLES = ("events", "ledger", "calls", "tasks", "refs", "task_refs", "tool_results",
@@ -174,14 +178,19 @@ _WRITER = textwrap.dedent("""
         answer = engine.observe(task, "result", tool="Bash", args={"n": n},
                                 result=f"output {n}\\n" + "line\\n" * 400)
         print(json.dumps({"task_id": task, "ref": answer["ref"], "seq": n}), flush=True)
+        if n + 1 == int(sys.argv[3]):  # the timer's flush takes these rows, then hangs
+            with store.db.hold() as con:
+                assert store.behind.take() is not None
     print("done", flush=True)
     sys.stdin.read()  # wait here, rows unflushed, until killed
 """)
 
 
-def _crash_after(home: Path, calls: int) -> list[dict[str, Any]]:
-    """Run a write-behind engine for ``calls`` observes, then SIGKILL it."""
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(home), str(calls)],
+def _crash_after(home: Path, calls: int, taken_at: int = 0) -> list[dict[str, Any]]:
+    """Run a write-behind engine for ``calls`` observes, then SIGKILL it (``taken_at``:
+    after that many, a flush beside the calls takes the rows and never writes them)."""
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(home), str(calls),
+                             str(taken_at)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     acked = []
@@ -310,3 +319,82 @@ def test_a_witness_the_flush_cannot_write_is_reported_and_repaired(osiris_home: 
     store.close()
     assert chain.ok, chain
     assert observed == 3  # every call is in the journal
+
+
+def _count(engine: Engine, sql: str) -> int:
+    with engine.store.read() as con:
+        return int(con.execute(sql).fetchall()[0][0])
+
+
+def _taken_after(home: Path, calls: int) -> tuple[Engine, str, Batch, Any]:
+    """An owner's engine after ``calls`` observes, whose timer has just taken the rows
+    for a flush beside the calls (not written yet): the engine, the task, the batch and
+    the flush's own connection."""
+    engine = _engine(home, write_behind=True)
+    assert engine.store.behind is not None
+    task = engine.plan("start", objective="a flush beside the calls")["task_id"]
+    for i in range(calls):
+        engine.observe(task, "result", tool="Bash", args={"i": i}, result=f"{i}\n" + HEAD)
+    with engine.store.db.hold() as con:
+        batch = engine.store.behind.take()
+        own = con.cursor()
+    assert batch is not None
+    return engine, task, batch, own
+
+
+def test_calls_go_on_while_a_flush_writes_beside_them(tmp_path: Path) -> None:
+    """The owner's timer takes the deferred rows inside the store and writes them to
+    DuckDB outside it: calls made meanwhile append to the log's other file, and nothing
+    is written twice or lost."""
+    engine, task, batch, own = _taken_after(tmp_path / "home", 4)
+    behind = engine.store.behind
+    first, second = owner_log.log_paths(tmp_path / "home")
+    assert behind is not None and behind.log.path == second
+    for i in range(4, 7):  # the write has not run: these calls do not wait for it
+        engine.observe(task, "result", tool="Bash", args={"i": i}, result=f"{i}\n" + HEAD)
+    # (the plan ran on DuckDB: a task creation leaves memory)
+    assert len(owner_log.read_records(first)) == 4 and len(owner_log.read_records(second)) == 3
+    assert behind.take() is None  # one write at a time
+    behind.write(batch, own)
+    assert owner_log.read_records(first) == [] and len(owner_log.read_records(second)) == 3
+    calls = _count(engine, "SELECT count(*) FROM calls")  # a read flushes the rest
+    assert calls == 7 and not owner_log.has_records(tmp_path / "home")
+    with engine.store.read() as con:
+        assert journal.verify_chain(con, tmp_path / "home").ok
+    engine.close()
+
+
+def test_a_flush_that_fails_beside_the_calls_loses_nothing(tmp_path: Path) -> None:
+    engine, task, batch, own = _taken_after(tmp_path / "home", 3)
+    behind = engine.store.behind
+    assert behind is not None
+    own.close()  # DuckDB refuses the write
+    with pytest.raises(StoreError, match="safe in its owner log"):
+        behind.write(batch, own)
+    engine.observe(task, "result", tool="Bash", args={"i": 3}, result="3\n" + HEAD)
+    assert behind.due(10**6) and behind.take() is None  # the failed rows go first
+    assert _count(engine, "SELECT count(*) FROM calls") == 4
+    assert _count(engine, "SELECT count(*) FROM events WHERE kind = 'observe.result'") == 4
+    assert not owner_log.has_records(tmp_path / "home")
+    engine.close()
+
+
+def test_a_crash_while_a_flush_writes_beside_the_calls_loses_nothing(tmp_path: Path) -> None:
+    """SIGKILL with rows taken by a flush that never wrote them and later calls in the
+    log's other file: the next opener applies both files, in order."""
+    home = tmp_path / "home"
+    acked = _crash_after(home, 9, taken_at=5)
+    first, second = owner_log.log_paths(home)
+    taken = [lsn for lsn, _ in owner_log.read_records(first)]
+    later = [lsn for lsn, _ in owner_log.read_records(second)]
+    assert taken and len(later) == 4 and taken[-1] < later[0]
+    store = Store(Settings(home=home), create=False)
+    with store.read() as con:
+        refs = {r[0] for r in con.execute("SELECT ref FROM task_refs").fetchall()}
+        chain = journal.verify_chain(con, home)
+        observed = con.execute("SELECT count(*) FROM events WHERE kind = 'observe.result'"
+                               ).fetchall()[0][0]
+    store.close()
+    assert {a["ref"] for a in acked} <= refs and observed == 9
+    assert chain.ok, chain
+    assert not owner_log.has_records(home)
