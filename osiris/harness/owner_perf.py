@@ -524,15 +524,16 @@ def render(rows: list[dict[str, Any]], killed: dict[str, Any], n: int) -> str:
         "the store-held row is how long the call held the store. Operations outside the "
         "hooked path (plan start, status, checkpoint, recall's lookups) still run on DuckDB "
         "and first flush what is deferred. The flush row is the DuckDB work the owner's "
-        "flusher does between calls, per round of ten operations: it is not on a call's "
-        "path unless a call arrives during it.",
+        "flusher does beside the calls, per round of ten operations: it takes the rows "
+        "inside the store, then writes them on a connection of its own while calls go on, "
+        "so it is not on a call's path (a call that needs DuckDB waits for it).",
         "",
         *_ratio_table(engine),
         "",
         f"The owner's flush of what these calls deferred took a median "
         f"{ms(flush['median_s'])} ms (p99 {ms(flush['p99_s'])} ms) per round of ten "
-        "operations: DuckDB work done between calls, not on their path, but it is CPU the "
-        "owner spends, and it bounds the rate in the many-process table below.",
+        "operations: DuckDB work done beside the calls, not on their path, but it is CPU "
+        "the owner spends, and it bounds the rate in the many-process table below.",
         "",
         "### Over a live stdio MCP connection (timed at the client)",
         "",
