@@ -234,13 +234,13 @@ def _resolve_failures(ctx: EngineContext, tx: Tx, state: TaskState, tool: str,
     failures = list(state.failures)
     lessons = list(state.lessons)
     for failure in open_failures:
-        row = tx.con.execute("SELECT error_text FROM failures WHERE task_id = ? AND"
-                             " signature = ?", [state.task_id, failure.signature]).fetchone()
+        row = tx.con.execute(statements.FAILURE_TEXT,
+                             [state.task_id, failure.signature]).fetchone()
         text = row[0] if row else failure.signature[:12]
         lesson = (f"{tool}: '{text}' failed {failure.attempts}x, then succeeded {fix}"
                   if failure.attempts >= 2 else None)
-        tx.con.execute("UPDATE failures SET resolved = true, lesson = ? WHERE task_id = ?"
-                       " AND signature = ?", [lesson, state.task_id, failure.signature])
+        tx.con.execute(statements.RESOLVE_FAILURE,
+                       [lesson, state.task_id, failure.signature])
         failures[failures.index(failure)] = replace(failure, resolved=True, lesson=lesson)
         if lesson:
             lessons.append(lesson)

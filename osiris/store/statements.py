@@ -55,9 +55,15 @@ RECORD_FAILURE = (
     " DO UPDATE SET attempts = failures.attempts + 1, last_us = excluded.last_us,"
     " last_args_hash = excluded.last_args_hash, resolved = false")
 
-WRITE_ONLY = frozenset({RECORD_FAILURE})
-"""Writes no hot statement reads: deferred as they are, run in order at the flush (a
-read of their table runs on DuckDB, after the flush)."""
+FAILURE_TEXT = "SELECT error_text FROM failures WHERE task_id = ? AND signature = ?"
+RESOLVE_FAILURE = ("UPDATE failures SET resolved = true, lesson = ? WHERE task_id = ? AND"
+                   " signature = ?")
+
+WRITE_ONLY = frozenset({RECORD_FAILURE, RESOLVE_FAILURE})
+"""Writes deferred as they are, run in order at the flush. Of their table the store
+owner answers only :data:`FAILURE_TEXT` from memory (a failure's first text, which
+neither statement changes once recorded); any other read of it runs on DuckDB, after
+the flush."""
 
 
 @dataclass(frozen=True)

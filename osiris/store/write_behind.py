@@ -110,6 +110,8 @@ class TaskHot:
     call_seqs: set[int]
     digests: set[str]
     signatures: set[str]
+    #: failure signature → its first error text (FAILURE_TEXT's answer)
+    failures: dict[str, Any]
     #: CONTEXT_ITEMS' answer, kept while items are only added after the newest (None:
     #: made again from ``items`` at the next read)
     context: list[ContextItem] | None = None
@@ -145,7 +147,9 @@ def load_task(con: duckdb.DuckDBPyConnection, task_id: str) -> TaskHot | None:
         digests=set(column("SELECT DISTINCT result_digest FROM calls WHERE task_id = ?"
                            " AND result_digest IS NOT NULL")),
         signatures=set(column("SELECT DISTINCT error_signature FROM calls WHERE task_id = ?"
-                              " AND error_signature IS NOT NULL")))
+                              " AND error_signature IS NOT NULL")),
+        failures=dict(con.execute("SELECT signature, error_text FROM failures WHERE"
+                                  " task_id = ?", [task_id]).fetchall()))
 
 
 class HotCache:
@@ -441,7 +445,8 @@ def _insert_task(dc: DeferredConnection, p: list[Any]) -> Rows | None:
     cache.task_ids.add(task_id)
     cache.tasks[task_id] = TaskHot(
         owner=p[10], state=p[8], refs=set(), sources={}, items={}, last_ts=None, results={},
-        calls=[], calls_complete=True, call_seqs=set(), digests=set(), signatures=set())
+        calls=[], calls_complete=True, call_seqs=set(), digests=set(), signatures=set(),
+        failures={})
     return dc.defer(statements.TASK.sql, p)
 
 
@@ -545,6 +550,18 @@ def _insert_call(dc: DeferredConnection, p: list[Any]) -> Rows | None:
     return dc.defer(statements.CALL.sql, p)
 
 
+def _record_failure(dc: DeferredConnection, p: list[Any]) -> Rows | None:
+    hot = dc.task(p[0])
+    if hot is None:
+        return None
+    hot.failures.setdefault(p[1], p[6])  # ON CONFLICT keeps the first text
+    return dc.defer(statements.RECORD_FAILURE, p)
+
+
+def _failure_text(hot: TaskHot, p: list[Any]) -> Rows:
+    return Rows([(hot.failures[p[1]],)] if p[1] in hot.failures else [])
+
+
 def _write_only(sql: str) -> Handler:
     def handler(dc: DeferredConnection, p: list[Any]) -> Rows:
         return dc.defer(sql, p)
@@ -585,6 +602,8 @@ _HANDLERS: dict[str, Handler] = {
     statements.TOOL_RESULT_HIT: _tool_result_hit,
     statements.CALL.sql: _insert_call,
     **{sql: _write_only(sql) for sql in statements.WRITE_ONLY},
+    statements.RECORD_FAILURE: _record_failure,
+    statements.FAILURE_TEXT: _task_reader(_failure_text),
 }
 
 

@@ -74,6 +74,10 @@ def _session(engine: Engine, workspace: Path) -> list[Any]:
                                           args={"command": "pytest"},
                                           result="FAILED test_x - AssertionError\n" * 3,
                                           client_format="claude-code", cwd=cwd))
+        if i % 12 == 0 and i:  # the failure's second or third time: it passes now
+            answers.append(engine.observe(session, "result", tool="Bash",
+                                          args={"command": "pytest"}, result="3 passed\n",
+                                          client_format="claude-code", cwd=cwd))
         if i % 7 == 0:
             read = {"file_path": str(big)}
             answers.append(engine.precheck(session, "Read", args=read,
@@ -95,13 +99,13 @@ def _session(engine: Engine, workspace: Path) -> list[Any]:
     return answers
 
 
-def _tables(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
+def _tables(engine: Engine) -> dict[str, list[dict[str, Any]]]:
     out = {}
     with engine.store.read() as con:
         for name in TABLES:
             columns = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall() if r[0] != "id"]
-            out[name] = con.execute(f"SELECT {', '.join(columns)} FROM {name}"
-                                    " ORDER BY ALL").fetchall()
+            out[name] = [dict(zip(columns, row, strict=True)) for row in con.execute(
+                f"SELECT {', '.join(columns)} FROM {name} ORDER BY ALL").fetchall()]
     return out
 
 
@@ -123,7 +127,10 @@ def test_calls_answered_from_memory_equal_calls_run_on_duckdb(tmp_path: Path) ->
         assert a == b, f"answer {n} differs"
     for name in TABLES:
         assert direct[1][name] == behind[1][name], f"table {name} differs"
-        assert name == "failures" or direct[1][name], name
+        assert direct[1][name], name
+    resolved = [r for r in behind[1]["failures"] if r["resolved"]]
+    # One session's failure: twice, passed, failed again, passed (one row, two lessons).
+    assert [(r["attempts"], bool(r["lesson"])) for r in resolved] == [(3, True)], resolved
     stats = behind[2]
     assert stats is not None and stats.flushes > 0
     # Only the task creations (plan start, three sessions' first sight) and the recall's
@@ -142,10 +149,17 @@ def test_steady_state_hook_calls_touch_no_duckdb_until_the_flush(tmp_path: Path)
     behind = engine.store.behind
     assert behind is not None
     args = {"command": "ls"}
+    def fail_then_pass() -> None:  # a failure, then its resolution (a lesson from the 2nd)
+        for kind, result in (("error", "FAILED test_x - AssertionError\n"),
+                             ("result", "3 passed\n")):
+            engine.observe("session:warm", kind, tool="Bash", args={"command": "pytest"},
+                           result=result, client_format="claude-code")
+
     for i in range(3):  # first sight of the session and its first calls
         engine.precheck("session:warm", "Bash", args=args, client_format="claude-code")
         engine.observe("session:warm", "result", tool="Bash", args=args,
                        result=f"{i}\n" + HEAD, client_format="claude-code")
+        fail_then_pass()
     engine.store.flush()
     loads, slow, flushes = behind.cache.loads, sum(behind.slow_reasons.values()), \
         behind.flushes
@@ -154,12 +168,14 @@ def test_steady_state_hook_calls_touch_no_duckdb_until_the_flush(tmp_path: Path)
                         client_format="claude-code")
         engine.observe("session:warm", "result", tool="Bash", args={"command": f"ls {i}"},
                        result=f"{i}\n" + HEAD, client_format="claude-code")
+        if i % 10 == 9:
+            fail_then_pass()
     assert (behind.cache.loads, sum(behind.slow_reasons.values()), behind.flushes) == \
-        (loads, slow, flushes)
-    assert len(owner_log.read_records(behind.log.path)) == 60  # one record per call
+        (loads, slow, flushes), behind.slow_reasons
+    assert len(owner_log.read_records(behind.log.path)) == 66  # one record per call
     with engine.store.read() as con:  # a read flushes first: it sees all 60 calls
         calls = con.execute("SELECT count(*) FROM calls").fetchall()[0][0]
-    assert calls == 33
+    assert calls == 45
     assert owner_log.read_records(behind.log.path) == []
     engine.close()
 
