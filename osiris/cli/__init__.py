@@ -11,7 +11,7 @@ from typing import Any
 
 from osiris._version import __version__
 from osiris.config import Settings
-from osiris.errors import ConfigError, NotFoundError, OsirisError
+from osiris.errors import ConfigError, InvalidInputError, NotFoundError, OsirisError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # osiris.harness.profiles.PROFILES and osiris.harness.retrieval.RETRIEVAL_MODELS, spelled
@@ -51,6 +51,51 @@ def cmd_audit(settings: Settings, args: argparse.Namespace) -> int:
         store.close()
     _print_json(report.as_dict())
     return EXIT_OK if report.lossless else EXIT_FAILED
+
+
+def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
+    """Print part of a stored output: what a model that acts through a shell runs."""
+    import shlex
+
+    from osiris.engine import open_engine
+
+    if args.start is not None and args.grep is None:
+        raise InvalidInputError("--start goes with --grep (a range is --lines A:B)")
+    options: dict[str, Any] = {"max_tokens": args.max_tokens}
+    if args.grep is not None:
+        op = "grep"
+        options.update(pattern=args.grep, ignore_case=args.ignore_case, start=args.start)
+    elif args.lines is not None:
+        op = "range"
+        first, _, last = args.lines.partition(":")
+        try:
+            options.update(start=int(first), end=int(last) if last else int(first))
+        except ValueError:
+            raise InvalidInputError(f"--lines {args.lines!r}: use A:B, two line numbers "
+                                    "(1-based, inclusive)") from None
+    elif args.tail is not None:
+        op = "tail"
+        options["n"] = args.tail
+    else:
+        op = "head"
+    engine = open_engine(settings)
+    try:
+        answer = engine.recall(args.ref, op, **{k: v for k, v in options.items()
+                                                if v is not None})
+    finally:
+        engine.close()
+    text = str(answer.get("text") or "")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    following = answer.get("next") if answer.get("truncated") else None
+    if following and following.get("start") is not None:
+        again = ["osiris", "recall", args.ref]
+        if op == "grep":
+            again += ["--grep", args.grep, "--start", str(following["start"])]
+            again += ["-i"] if args.ignore_case else []
+        else:
+            again += ["--lines", f"{following['start']}:{following.get('end', '')}".rstrip(":")]
+        sys.stdout.write(f"[osiris: cut here; go on with `{shlex.join(again)}`]\n")
+    return EXIT_OK
 
 
 def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
@@ -200,6 +245,29 @@ def cmd_footprint(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_recall(sub: Any) -> None:
+    recall = sub.add_parser(
+        "recall", help="print part of a stored output (a ref): the lines matching --grep, "
+        "a --lines range, the --tail, or the head",
+        description="What a model that acts through a shell runs to read back an output "
+        "OSIRIS stored (osiris run, the mini-swe-agent integration, osiris.agent). The "
+        "answer is bounded (OSIRIS_RECALL_MAX_TOKENS); a cut answer ends with the command "
+        "that goes on.")
+    recall.add_argument("ref", help="the ref, as printed: mem://sha256:…")
+    how = recall.add_mutually_exclusive_group()
+    how.add_argument("--grep", metavar="PATTERN", help="lines matching this regular "
+                     "expression, with their line numbers")
+    how.add_argument("--lines", metavar="A:B", help="lines A to B (1-based, inclusive)")
+    how.add_argument("--tail", type=int, metavar="N", help="the last N lines")
+    recall.add_argument("--start", type=int, metavar="LINE",
+                        help="with --grep: search from this line on")
+    recall.add_argument("-i", "--ignore-case", action="store_true",
+                        help="with --grep: ignore case")
+    recall.add_argument("--max-tokens", type=int, metavar="N",
+                        help="bound of the answer (default OSIRIS_RECALL_MAX_TOKENS)")
+    recall.set_defaults(func=cmd_recall)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``osiris`` (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(
@@ -245,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "(PostToolUse and PostToolUseFailure) or session-start")
     hook.set_defaults(func=cmd_hook)
     _add_install_parsers(sub)
+    _add_recall(sub)
     footprint = sub.add_parser("footprint", help="tokens of the tool definitions (JSON)")
     footprint.set_defaults(func=cmd_footprint)
     bench = sub.add_parser("bench", help="run the benchmark; regenerates reports/")

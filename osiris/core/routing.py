@@ -286,6 +286,32 @@ def run_footer(*, exit_code: int, lines: int, tokens: int, ref: str) -> str:
             f"{ref}: osiris_recall it with op=\"grep\" pattern=… or op=\"range\" start= end=]")
 
 
+MAX_ROUTED_HINT_CHARS = 500
+"""Longest recall hint a loop may give ``observe(routed=…)``."""
+
+
+def routed_hint(template: str, ref: str) -> str:
+    """A loop's recall hint for ``ref`` (``{ref}`` in its template stands for it)."""
+    return template.replace("{ref}", ref)
+
+
+def routed_preview(preview: str, *, lines: int, tokens: int, hint: str) -> str:
+    """What a loop that owns its history shows for an output OSIRIS externalized: the
+    preview, then one line with the size of the whole and how to recall it."""
+    return (preview.rstrip("\n") + f"\n[osiris: whole output ({lines:,} lines, {tokens:,} "
+            f"tokens) stored; {hint}]")
+
+
+def routed_pointer(hint: str) -> str:
+    """What a loop shows for an output identical to an earlier one of the same call."""
+    return f"[osiris: the same output as an earlier call; {hint}]"
+
+
+def routed_stub(hint: str) -> str:
+    """What a loop leaves in its history in place of an output it dropped."""
+    return f"[osiris: output dropped from the conversation; {hint}]"
+
+
 def read_key(tool_input: dict[str, Any]) -> tuple[int | None, int | None] | None:
     """The window a ``Read`` asks for (offset, limit), None for other shapes (pages)."""
     if tool_input.get("pages") is not None:

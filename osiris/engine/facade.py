@@ -17,6 +17,7 @@ from typing import Any
 
 from osiris.config import Settings
 from osiris.core import client_hooks
+from osiris.core import routing as routing_core
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.display import escape_controls
@@ -341,8 +342,15 @@ class Engine:
                 principal: str | None = None, client_format: str | None = None,
                 client_event: str = "PostToolUse", cwd: str | None = None,
                 tool_use_id: str | None = None,
-                prepared: PayloadWork | None = None) -> dict[str, Any]:
+                prepared: PayloadWork | None = None,
+                routed: str | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage.
+
+        ``routed``: a loop that owns its history (:mod:`osiris.agent`) puts the answer's
+        ``shown`` text there instead of the output (the output itself when the answer
+        has none); the value is the recall hint that text names the ref with (``{ref}``
+        stands for it). The ledger books what was shown; the answer, which the model
+        never sees, is not booked.
 
         ``prepared``: the payload work a client of the store owner did for ``result``
         (the owner checked it was made for that text, :mod:`osiris.core.payload_work`).
@@ -351,6 +359,13 @@ class Engine:
         PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
         its added context is booked as overhead."""
         check_client_format(client_format)
+        if routed is not None and (not isinstance(routed, str)
+                                   or len(routed) > routing_core.MAX_ROUTED_HINT_CHARS
+                                   or client_format is not None):
+            raise InvalidInputError(
+                "routed must be a recall hint of at most "
+                f"{routing_core.MAX_ROUTED_HINT_CHARS} characters, and not with a "
+                "client_format (a client's hook does not own the history)")
         if kind not in observing.OBSERVE_KINDS:
             raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
                                     + ", ".join(observing.OBSERVE_KINDS))
@@ -361,7 +376,7 @@ class Engine:
             state = load_task(tx, task_id, self.ctx.cost_model)
             answer = observing.observe(self.ctx, tx, state, kind=kind, tool=tool, args=args,
                                        result=result, path=path, seal=seal, usage=usage,
-                                       fixed_mode=self.fixed_mode)
+                                       fixed_mode=self.fixed_mode, routed=routed)
             shown = None
             if client_format is not None:
                 output = client_hooks.post_tool_use_output(
@@ -373,6 +388,8 @@ class Engine:
                     routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
+            if routed is not None:
+                shown = ""  # the model reads answer["shown"] (booked) or the output
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)
         return answer
 

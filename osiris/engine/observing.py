@@ -144,17 +144,17 @@ class _Outcome:
 
 def _by_kind(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: str | None,
              args: object, result: object, path: str | None, fixed_mode: str | None,
-             ) -> _Outcome:
+             routed: str | None = None) -> _Outcome:
     if kind in ("head", "contract"):
         new, facts, drift, rows = observe_prompt_part(ctx, tx, state, kind, result)
         return _Outcome(new, facts, rows, drift)
     if kind == "dropped":
-        facts, rows = payloads.drop_receipt(ctx, tx, state, result)
+        facts, rows = payloads.drop_receipt(ctx, tx, state, result, routed)
         return _Outcome(state, facts, rows, NO_DRIFT)
     if kind in payloads.PAYLOAD_KINDS or result is not None:
         new, facts, rows = payloads.observe_payload(
             ctx, tx, state, kind="result" if kind == "action" else kind, tool=tool, args=args,
-            result=result, path=path, fixed_mode=fixed_mode)
+            result=result, path=path, fixed_mode=fixed_mode, routed=routed)
     else:  # an action without a result
         call_args = payloads.parse_args(args)
         args_text, _ = payloads.args_fingerprint(tool or "unknown", call_args)
@@ -177,7 +177,7 @@ def _by_kind(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: s
 
 def _journal_facts(facts: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in facts.items()
-           if k not in ("volatile", "preview", "content", "hint", "reason", "loop")}
+           if k not in ("volatile", "preview", "content", "hint", "reason", "loop", "shown")}
     out["volatile"] = len(facts.get("volatile", []))
     if "loop" in facts:
         out["loop"] = [p["pattern"] for p in facts["loop"]["patterns"]]
@@ -186,12 +186,13 @@ def _journal_facts(facts: dict[str, Any]) -> dict[str, Any]:
 
 def observe(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str, tool: str | None,
             args: object, result: object, path: str | None, seal: object, usage: object,
-            fixed_mode: str | None = None) -> dict[str, Any]:
-    """Every observe: seal check, the kind's own work, usage, journal, ledger, prune advice."""
+            fixed_mode: str | None = None, routed: str | None = None) -> dict[str, Any]:
+    """Every observe: seal check, the kind's own work, usage, journal, ledger, prune advice
+    (``routed``: see :func:`osiris.engine.payloads.observe_payload`)."""
     idle_s = _idle_seconds(tx, state.task_id)
     seal_drift = check_seal(ctx, state, seal)
     outcome = _by_kind(ctx, tx, state, kind=kind, tool=tool, args=args, result=result,
-                       path=path, fixed_mode=fixed_mode)
+                       path=path, fixed_mode=fixed_mode, routed=routed)
     drift = outcome.drift if outcome.drift.verdict != "none" else seal_drift or NO_DRIFT
     new = outcome.state
     if seal_drift is not None and seal_drift.verdict == "none" and new.drift != "none" \

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from osiris.core import routing
 from osiris.core.display import escape_controls
 from osiris.core.engagement import Engagement, Thresholds, choose_engagement
 from osiris.core.hashing import canonical_json, digest_of_ref, sha256_hex
@@ -197,9 +198,14 @@ def _recall_hint(strategy: str) -> str:
 
 def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
                     tool: str | None, args: object, result: object, path: str | None,
-                    fixed_mode: str | None = None,
+                    fixed_mode: str | None = None, routed: str | None = None,
                     ) -> tuple[TaskState, dict[str, Any], list[LedgerRow]]:
-    """``observe`` of a result, an error or a file (read by OSIRIS itself)."""
+    """``observe`` of a result, an error or a file (read by OSIRIS itself).
+
+    ``routed``: the output reaches the model only as ``facts["shown"]`` (a loop that
+    owns its history puts that text there instead; the output itself when absent), and
+    the recall hint it names the ref with (``{ref}`` stands for it). The ledger then
+    books what was shown, not the output."""
     call_args = parse_args(args)
     file_info = None
     if kind == "file":
@@ -240,8 +246,18 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
                  "hint": "identical to a result you already have (same tool, args and "
                          "output): drop this copy and recall the ref when needed"}
         in_context = 0 if kind == "file" else int(tokens)
+        claimed, proven = in_context, 0
+        if routed is not None and int(tokens) >= ctx.settings.engage_light_tokens:
+            # A pointer stands in for the copy (a small one is shown as it is): the
+            # saving is made, not claimed.
+            facts["shown"] = routing.routed_pointer(routing.routed_hint(routed, ref))
+            in_context = ctx.counter.count(facts["shown"])
+            claimed = proven = max(int(tokens) - in_context, 0)
+        elif routed is not None:
+            claimed = 0  # shown as it is: in the history until the loop drops it
         rows = [{"kind": "payload.duplicate", "ref": ref, "tokens": int(tokens),
-                 "context_tokens": in_context, "saved_claimed": in_context,
+                 "context_tokens": in_context, "saved_claimed": claimed,
+                 "saved_proven": proven,
                  "detail": {"kind": kind, "tool": tool, "cache_key": cache_key}}]
         return state, facts, rows
 
@@ -263,14 +279,15 @@ def observe_payload(ctx: EngineContext, tx: Tx, state: TaskState, *, kind: str,
                                                       "ref": record.ref})
     path_hint = str(file_info.path) if file_info else path_in_args(call_args)
     facts, rows = _placement(ctx, kind, tool, stored, engagement, file_info is not None,
-                             path=path_hint,
-                             cache_key=cache_key, args_text=args_text)
+                             path=path_hint, cache_key=cache_key, args_text=args_text,
+                             routed=routed)
     return new, {**facts, "_call": call}, rows
 
 
 def _placement(ctx: EngineContext, kind: str, tool: str, stored: StoredPayload,
                engagement: Engagement, is_file: bool, *, path: str | None, cache_key: str,
-               args_text: str) -> tuple[dict[str, Any], list[LedgerRow]]:
+               args_text: str, routed: str | None = None,
+               ) -> tuple[dict[str, Any], list[LedgerRow]]:
     facts: dict[str, Any] = {"ref": stored.ref, "mode": engagement.mode,
                              "reason": engagement.reason, "tokens": stored.tokens}
     if stored.redacted:
@@ -296,8 +313,16 @@ def _placement(ctx: EngineContext, kind: str, tool: str, stored: StoredPayload,
                  lines=preview.lines_total, strategy=preview.strategy,
                  recall=_recall_hint(preview.strategy))
     claimed = max(stored.tokens - preview.tokens, 0)
+    proven = 0
+    if routed is not None:  # only the preview entered the history: the saving is made
+        facts["shown"] = routing.routed_preview(
+            preview.text, lines=preview.lines_total, tokens=stored.tokens,
+            hint=routing.routed_hint(routed, stored.ref))
+        in_context = ctx.counter.count(facts["shown"])
+        claimed = proven = max(stored.tokens - in_context, 0)
     return facts, [{"kind": "payload.externalize", "ref": stored.ref, "tokens": stored.tokens,
                     "context_tokens": in_context, "saved_claimed": claimed,
+                    "saved_proven": proven,
                     "detail": {**detail, "preview_tokens": preview.tokens,
                                "strategy": preview.strategy}}]
 
@@ -314,8 +339,12 @@ def _unchanged_file(tx: Tx, state: TaskState, record: FileRecord, mtime_ns: int,
 
 
 def drop_receipt(ctx: EngineContext, tx: Tx, state: TaskState, result: object,
-                 ) -> tuple[dict[str, Any], list[LedgerRow]]:
-    """``observe(kind="dropped", result=<ref or checkpoint id>)``: the saving is proven."""
+                 routed: str | None = None) -> tuple[dict[str, Any], list[LedgerRow]]:
+    """``observe(kind="dropped", result=<ref or checkpoint id>)``: the saving is proven.
+
+    ``routed``: a loop that owns its history left :func:`~osiris.core.routing.routed_stub`
+    in place of the output: the stub stays in the context, so what the drop frees, and
+    proves, is the output's share less the stub."""
     if not isinstance(result, str) or not result.strip():
         raise InvalidInputError("observe(kind='dropped') needs result: the ref you evicted "
                                 "(or a checkpoint id, for everything it listed)")
@@ -342,10 +371,16 @@ def drop_receipt(ctx: EngineContext, tx: Tx, state: TaskState, result: object,
             [state.task_id, ref])
         outstanding = max(int(claimed) - int(proven), 0)
         freed = max(int(context), 0)
+        made = 0  # a routed drop's own saving: claimed and proven by this receipt
+        if routed is not None and freed:
+            stub = routing.routed_stub(routing.routed_hint(routed, ref))
+            freed = made = max(freed - ctx.counter.count(stub), 0)
+            outstanding += made  # the loop's history is that much shorter from now on
         if outstanding == 0 and freed == 0:
             continue
         rows.append({"kind": "drop_receipt", "ref": ref, "tokens": freed,
-                     "context_tokens": -freed, "saved_proven": outstanding,
+                     "context_tokens": -freed, "saved_claimed": made,
+                     "saved_proven": outstanding,
                      "detail": {"kind": "dropped", "via": target}})
         proven_total += outstanding
         freed_total += freed

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
+CHAT = "chat"
+"""OpenAI Chat Completions (litellm's ``openai/…`` models: mini-swe-agent)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class ModelRequest:
     index: int
     """Position in the server's log (0 for the first request of any kind)."""
     api: str
-    """``anthropic`` or ``openai``."""
+    """``anthropic``, ``openai`` (Responses) or ``chat`` (Chat Completions)."""
     path: str
     body: Mapping[str, Any]
 
@@ -69,7 +71,7 @@ def assistant_turns(request: ModelRequest) -> int:
     Derived from the request itself rather than counted by the server, so a retried or
     duplicated request gets the same answer. Anthropic: assistant messages; OpenAI
     Responses: ``function_call`` and assistant ``message`` items of ``input``."""
-    if request.api == ANTHROPIC:
+    if request.api in (ANTHROPIC, CHAT):
         messages = request.body.get("messages")
         return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
                    ) if isinstance(messages, list) else 0
@@ -88,6 +90,9 @@ def tool_names(request: ModelRequest) -> list[str]:
     for item in _list(request.body.get("input")):
         if isinstance(item, dict) and item.get("type") == "additional_tools":
             tools.extend(_list(item.get("tools")))
+    # Chat Completions nests each definition: {"type": "function", "function": {…}}
+    tools = [t.get("function") if isinstance(t, dict) and isinstance(t.get("function"), dict)
+             else t for t in tools]
     return [str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("name")]
 
 
@@ -130,6 +135,8 @@ def tool_results(request: ModelRequest) -> list[str]:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     found.append(result_text(block.get("content")))
         return found
+    if request.api == CHAT:
+        return [text for text, _ in results_by_id(request).values()]
     for item in _list(request.body.get("input")):
         if isinstance(item, dict) and item.get("type") in {"function_call_output",
                                                              "custom_tool_call_output"}:
@@ -150,6 +157,12 @@ def results_by_id(request: ModelRequest) -> dict[str, tuple[str, bool]]:
                     found[str(block.get("tool_use_id"))] = (
                         result_text(block.get("content")), bool(block.get("is_error")))
         return found
+    if request.api == CHAT:  # role "tool" messages, by tool_call_id (never marked)
+        for message in _list(request.body.get("messages")):
+            if isinstance(message, dict) and message.get("role") == "tool":
+                found[str(message.get("tool_call_id"))] = (
+                    result_text(message.get("content")), False)
+        return found
     for item in _list(request.body.get("input")):
         if isinstance(item, dict) and item.get("type") in {"function_call_output",
                                                              "custom_tool_call_output"}:
@@ -159,13 +172,13 @@ def results_by_id(request: ModelRequest) -> dict[str, tuple[str, bool]]:
 
 def last_user_text(request: ModelRequest) -> str:
     """The text of the last user message (either API), "" when the last item is not one."""
-    items = _list(request.body.get("messages" if request.api == ANTHROPIC else "input"))
+    items = _list(request.body.get("input" if request.api == OPENAI else "messages"))
     for item in reversed(items):
         if not isinstance(item, dict):
             continue
         if item.get("role") == "user":
             return "\n".join(_texts(item.get("content")))
-        if item.get("role") == "assistant" or item.get("type") in {
+        if item.get("role") in ("assistant", "tool") or item.get("type") in {
                 "function_call", "custom_tool_call", "function_call_output",
                 "custom_tool_call_output"}:
             return ""
@@ -217,8 +230,13 @@ def _texts(value: Any) -> Iterator[str]:
                 yield result_text(item.get("content", item.get("output")))
             elif isinstance(item.get("text"), str):
                 yield item["text"]
-            elif "content" in item:
-                yield from _texts(item["content"])
+            else:
+                if "content" in item:
+                    yield from _texts(item["content"])
+                for call in _list(item.get("tool_calls")):  # a Chat Completions assistant
+                    function = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(function, dict):
+                        yield str(function.get("arguments") or "")
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:

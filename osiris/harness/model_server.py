@@ -8,6 +8,8 @@ the next :data:`Action` (a tool call or a final text). Two wire APIs:
 * Anthropic Messages (Claude Code): ``POST /v1/messages`` (``?beta=true``), SSE when
   ``stream`` is true, plain JSON otherwise; ``POST /v1/messages/count_tokens``.
 * OpenAI Responses (Codex): ``POST /v1/responses``, SSE.
+* OpenAI Chat Completions (litellm's ``openai/…`` models, which mini-swe-agent drives):
+  ``POST /v1/chat/completions``, SSE chunks when ``stream`` is true, JSON otherwise.
 
 The server never waits on anything but the socket: a script that raises, returns
 nonsense or is asked something it did not expect yields a final text, so a client can
@@ -34,6 +36,7 @@ from typing import Any
 
 from osiris.harness.model_script import (
     ANTHROPIC,
+    CHAT,
     OPENAI,
     Action,
     FinalText,
@@ -61,7 +64,7 @@ class LoggedRequest:
     path: str
     query: str
     api: str | None
-    """``anthropic`` or ``openai`` for model prompts, None for anything else."""
+    """``anthropic``, ``openai`` or ``chat`` for model prompts, None for anything else."""
     body_bytes: int
     body: Any
     """The parsed JSON body (None when absent or not JSON)."""
@@ -373,6 +376,8 @@ def _api_of(path: str, count_tokens: bool = True) -> str | None:
         return ANTHROPIC
     if path == "/v1/responses":
         return OPENAI
+    if path in ("/v1/chat/completions", "/chat/completions"):
+        return CHAT
     return None
 
 
@@ -381,7 +386,7 @@ def _json_reply(payload: Mapping[str, Any], status: int = 200) -> _Reply:
 
 
 def _error(status: HTTPStatus, message: str, api: str | None) -> _Reply:
-    if api == OPENAI:
+    if api in (OPENAI, CHAT):
         return _json_reply({"error": {"message": message, "type": "invalid_request_error",
                                       "code": None}}, status)
     return _json_reply({"type": "error", "error": {"type": "invalid_request_error" if status < 500
@@ -396,6 +401,11 @@ def _answer(server: ModelServer, request: ModelRequest, action: Action) -> _Repl
         if request.body.get("stream"):
             return _sse(_anthropic_events(message))
         return _json_reply(message)
+    if request.api == CHAT:
+        completion = _chat_completion(server, action, input_tokens)
+        if request.body.get("stream"):
+            return _sse(_chat_chunks(completion), named=False)
+        return _json_reply(completion)
     return _sse(_responses_events(server, action, input_tokens))
 
 
@@ -490,8 +500,48 @@ def _responses_events(server: ModelServer, action: Action, input_tokens: int
                                               "output": [item], "usage": usage}}
 
 
-def _sse(events: Iterator[tuple[str, dict[str, Any]]]) -> _Reply:
-    body = "".join(f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+def _chat_completion(server: ModelServer, action: Action, input_tokens: int
+                     ) -> dict[str, Any]:
+    """A Chat Completions answer: one choice, a text or one function call."""
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if isinstance(action, ToolCall):
+        message["tool_calls"] = [{"id": action.call_id, "type": "function", "function": {
+            "name": action.name, "arguments": json.dumps(_input(action), ensure_ascii=False)}}]
+        finish = "tool_calls"
+    else:
+        message["content"], finish = action.text, "stop"
+    output_tokens = _output_tokens(action)
+    return {"id": server._new_id("chatcmpl"), "object": "chat.completion",
+            "created": int(time.time()), "model": server.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                      "total_tokens": input_tokens + output_tokens}}
+
+
+def _chat_chunks(completion: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """The stream of one completion: the whole delta in one chunk, then usage, [DONE]."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": 0, **call} for call in message["tool_calls"]]
+    head = {k: completion[k] for k in ("id", "created", "model")}
+    yield "", {**head, "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    yield "", {**head, "object": "chat.completion.chunk",
+               "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
+               "usage": completion["usage"]}
+    yield "", "[DONE]"
+
+
+def _data(data: Any) -> str:
+    return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+
+
+def _sse(events: Iterator[tuple[str, Any]], *, named: bool = True) -> _Reply:
+    """Server-sent events: ``event:`` lines (Anthropic, Responses) or data only (Chat
+    Completions, whose last data is the bare ``[DONE]``)."""
+    body = "".join((f"event: {name}\n" if named else "") + f"data: {_data(data)}\n\n"
                    for name, data in events)
     return _Reply(200, body.encode("utf-8"), "text/event-stream; charset=utf-8",
                   {"Cache-Control": "no-cache"})

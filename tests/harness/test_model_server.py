@@ -18,6 +18,7 @@ from osiris.harness.model_script import (
     ModelRequest,
     ScriptedTurns,
     ToolCall,
+    prompt_text,
     prompt_tokens,
     tool_results,
 )
@@ -178,6 +179,42 @@ def test_responses_stream_plays_a_function_call_a_custom_call_then_a_message() -
         assert tool_results(server.prompts()[2]) == ["hi\n", "1"]
 
 
+def _chat(*turns: dict[str, Any], stream: bool = False) -> dict[str, Any]:
+    bash = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    return {"model": "m", "stream": stream, "tools": [bash],
+            "messages": [{"role": "system", "content": "be brief"},
+                         {"role": "user", "content": "list the files"}, *turns]}
+
+
+def test_chat_completions_play_a_tool_call_then_a_text_as_json_and_as_a_stream() -> None:
+    script = ScriptedTurns([ToolCall("bash", {"command": "ls -1"})], final="All done.")
+    with ModelServer(script) as server:
+        status, kind, text = _post(server, "/v1/chat/completions", _chat())
+        assert (status, kind) == (200, "application/json")
+        answer = json.loads(text)
+        message, usage = answer["choices"][0]["message"], answer["usage"]
+        assert answer["choices"][0]["finish_reason"] == "tool_calls"
+        call = message["tool_calls"][0]
+        assert (call["type"], call["function"]["name"]) == ("function", "bash")
+        assert json.loads(call["function"]["arguments"]) == {"command": "ls -1"}
+        assert usage["prompt_tokens"] == prompt_tokens(_chat())
+        turn = [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": "a.py\nb.py\n"}]
+        status, kind, text = _post(server, "/v1/chat/completions", _chat(*turn, stream=True))
+        assert (status, kind.split(";")[0]) == (200, "text/event-stream")
+        data = [line.removeprefix("data: ") for line in text.strip().split("\n\n")]
+        assert data[-1] == "[DONE]" and all(not d.startswith("event:") for d in data)
+        chunks = [json.loads(d) for d in data[:-1]]
+        assert chunks[0]["choices"][0]["delta"]["content"] == "All done."
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["usage"]
+        # The script saw the tool's result and the call's arguments as the model's text.
+        seen = server.prompts()[1]
+        assert tool_results(seen) == ["a.py\nb.py\n"]
+        assert '"command": "ls -1"' in prompt_text(seen.body)
+        status, _, text = _post(server, "/v1/chat/completions", [1, 2])
+        assert status == 400 and json.loads(text)["error"]["type"] == "invalid_request_error"
+
+
 def test_malformed_and_unknown_requests_get_json_errors() -> None:
     with ModelServer(ScriptedTurns([]), max_body_bytes=2_000) as server:
         assert _post(server, "/v1/messages", None, raw=b"{not json")[0] == 400
@@ -185,7 +222,7 @@ def test_malformed_and_unknown_requests_get_json_errors() -> None:
         status, _, text = _post(server, "/v1/messages", {"messages": ["x" * 3_000]})
         assert status == 413
         assert json.loads(text)["type"] == "error"
-        status, _, text = _post(server, "/v1/chat/completions", {"messages": []})
+        status, _, text = _post(server, "/v1/completions", {"prompt": "hi"})
         assert status == 404
         assert "no such endpoint" in json.loads(text)["error"]["message"]
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
