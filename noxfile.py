@@ -52,7 +52,7 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The benchmark: regenerates reports/ and README.md's measured blocks (pass --quick
     for a small subset, written to .osiris-bench/quick/)."""
-    session.install("-e", ".[analysis]")
+    session.install("-e", ".[analysis,minisweagent]")
     # The peers: PyPI ones always; context-mode (npm) when npm is there. A peer that
     # does not install is reported in BENCHMARK.md with its error, not silently left out.
     kinds = ["python", "node"] if shutil.which("npm") else ["python"]
