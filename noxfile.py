@@ -61,6 +61,8 @@ def bench(session: nox.Session) -> None:
     # stage reports each session as not installed instead of measuring it.
     if shutil.which("npm"):
         session.run("bash", ".ci/install-node-tools", external=True)
+    # The checkouts the mini-swe-agent trajectories run in (sdists from PyPI).
+    session.run("bash", ".ci/install-swe-sources", external=True)
     session.run("python", "bench/run_bench.py", *session.posargs)
 
 

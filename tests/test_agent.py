@@ -144,7 +144,7 @@ def test_the_documented_loop_runs_against_a_model(
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.base_url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-scripted")
         namespace: dict[str, Any] = {}
-        exec(compile(code, "docs/agent-loops.md", "exec"), namespace)  # noqa: S102
+        exec(compile(code, "docs/agent-loops.md", "exec"), namespace)
         messages = namespace["run"]("Which value has row 2500?", model="scripted")
         prompts = server.prompts()
     assert [p.api for p in prompts] == ["chat"] * 3

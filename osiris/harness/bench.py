@@ -148,9 +148,10 @@ def stage_benchmark(ctx: BenchContext) -> None:
 
 
 def stage_clients(ctx: BenchContext) -> None:
-    """The tielec traces inside the real Claude Code and Codex, in every configuration
-    (``osiris bench clients``; quick: one short Codex trace)."""
-    from osiris.harness.clients import sessions
+    """The tielec traces inside the real Claude Code and Codex, in every configuration,
+    and the mini-swe-agent trajectories inside the real mini-swe-agent, bare and with
+    OSIRIS (``osiris bench clients``; quick: one short Codex trace, one trajectory)."""
+    from osiris.harness.clients import mini, sessions
 
     # A fixed scratch root: its path reaches the prompts and, through OSIRIS's content
     # hashes of what it observed, more than the neutraliser can fix.
@@ -160,7 +161,12 @@ def stage_clients(ctx: BenchContext) -> None:
     ctx.add_rows("clients_sessions", rows)
     if turns:
         ctx.add_rows("clients_turns", turns)
-    section = sessions.render(rows)
+    looped = mini.run_all(ctx.repo, quick=ctx.quick, say=ctx.say, root=mini.ROOT)
+    mini_rows = sessions.session_rows(looped)
+    ctx.add_rows("mini_sessions", mini_rows or [{"session": None}])
+    if any(m.turns for m in looped):
+        ctx.add_rows("mini_turns", [t for m in looped for t in m.turns])
+    section = sessions.render(rows) + "\n" + mini.render(mini_rows)
     ctx.sections["clients"] = section
     if "benchmark" not in ctx.stages:
         # Run alone: the section of the BENCHMARK.md already there is replaced in place.

@@ -548,15 +548,19 @@ def with_clients_section(report: str, section: str) -> str:
 
 def clients_section_of(reports: Path) -> str | None:
     """The real-client section rendered from ``reports/data/clients_sessions.parquet``
-    (None when no run wrote it)."""
+    and ``mini_sessions.parquet`` (None when no run wrote the first)."""
     path = reports / "data" / "clients_sessions.parquet"
     if not path.exists():
         return None
     import polars as pl
 
+    from osiris.harness.clients import mini
     from osiris.harness.clients.sessions import render as render_clients
 
-    return render_clients(pl.read_parquet(path).to_dicts())
+    looped = reports / "data" / "mini_sessions.parquet"
+    mini_rows = [r for r in pl.read_parquet(looped).to_dicts() if r.get("session")] \
+        if looped.exists() else []
+    return render_clients(pl.read_parquet(path).to_dicts()) + "\n" + mini.render(mini_rows)
 
 
 def body_of(report: str) -> str:

@@ -258,6 +258,11 @@ def test_osiris_bench_clients_quick_writes_its_tables(tmp_path: Path) -> None:
     assert osiris["needs_kept"] + osiris["needs_retrieved"] == osiris["needs_total"]
     turns = pl.read_parquet(out / "data" / "clients_turns.parquet")
     assert turns.filter(pl.col("configuration") == "bare").height == bare["requests"]
+    # The mini-swe-agent profile ran beside it (its one short trajectory), or says why not.
+    looped = pl.read_parquet(out / "data" / "mini_sessions.parquet").to_dicts()
+    assert sorted(r["configuration"] for r in looped) == ["bare", "osiris"]
+    assert all(r["status"] == "ok" or r["status"].startswith("not installed:")
+               for r in looped), looped
 
 
 def test_measure_counts_every_request_of_a_run(tmp_path: Path) -> None:

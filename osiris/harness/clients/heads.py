@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from osiris.core.tokens import TokenCounter
-from osiris.harness.model_script import ANTHROPIC, ModelRequest, result_text
+from osiris.harness.model_script import ANTHROPIC, OPENAI, ModelRequest, result_text
 
 _MCP_NAME = re.compile(r"\bmcp__[A-Za-z0-9_-]+")
 _LEADING_TAG = re.compile(r"\s*<([A-Za-z_][\w -]*?)>")
@@ -188,7 +188,7 @@ def measure_head(request: ModelRequest, prompt: str, counter: TokenCounter,
     parts: list[HeadPart] = []
     texts = list(system_texts)
     skipped_prompt = False
-    for role, raw in _message_texts(body.get("messages" if anthropic else "input")):
+    for role, raw in _message_texts(body.get("input" if request.api == OPENAI else "messages")):
         if not skipped_prompt and role == "user" and raw.strip() == prompt.strip():
             skipped_prompt = True  # the user's own words are not head
             continue

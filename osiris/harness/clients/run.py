@@ -27,6 +27,9 @@ from osiris.harness.model_server import LoggedRequest, ModelServer, prompts_of
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
+MINI_SWE_AGENT = "mini-swe-agent"
+"""A Python agent loop (PyPI ``mini-swe-agent``), not an npm binary: see
+:mod:`osiris.harness.clients.mini`."""
 CLIENTS = (CLAUDE_CODE, CODEX)
 VERSIONS = {CLAUDE_CODE: "2.1.328", CODEX: "0.169.0"}
 """The pinned versions (``.ci/install-node-tools``)."""

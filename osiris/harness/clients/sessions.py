@@ -68,6 +68,7 @@ from osiris.harness.clients.trace_script import (
 from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
 from osiris.harness.model_script import (
     ANTHROPIC,
+    OPENAI,
     ModelRequest,
     is_agent_turn,
     last_user_text,
@@ -147,7 +148,7 @@ def segments(body: Mapping[str, Any], api: str) -> list[tuple[str, bool]]:
     system blocks, the tool definitions, then every message block (Anthropic) or input
     item (OpenAI)."""
     out: list[tuple[str, bool]] = []
-    system = body.get("system" if api == ANTHROPIC else "instructions")
+    system = body.get("system" if api == ANTHROPIC else "instructions")  # chat: a message
     for block in system if isinstance(system, list) else [system] if system else []:
         text = block.get("text", "") if isinstance(block, dict) else str(block)
         out.append((text, isinstance(block, dict) and "cache_control" in block))
@@ -155,7 +156,7 @@ def segments(body: Mapping[str, Any], api: str) -> list[tuple[str, bool]]:
     if isinstance(tools, list) and tools:
         marked = any(isinstance(t, dict) and "cache_control" in t for t in tools)
         out.append((json.dumps(tools, separators=(",", ":"), ensure_ascii=False), marked))
-    for message in body.get("messages" if api == ANTHROPIC else "input") or []:
+    for message in body.get("input" if api == OPENAI else "messages") or []:
         if not isinstance(message, dict):
             continue
         content = message.get("content")

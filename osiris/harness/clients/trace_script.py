@@ -52,9 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, MINI_SWE_AGENT
 from osiris.harness.model_script import (
-    ANTHROPIC,
+    OPENAI,
     Action,
     FinalText,
     ModelRequest,
@@ -72,14 +72,19 @@ SKIPPED_TOOLS = {
     "WebFetch": "needs the network", "WebSearch": "needs the network",
     "Task": "a sub-agent runs its own model conversation",
     "apply_patch": "the exec --json log keeps only the paths a patch changed",
+    "format_error": "the trace's model answered out of format (no command ran)",
 }
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+"""The command that ends a mini-swe-agent run (its local environment's convention)."""
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation so far"
 """How Claude Code 2.1.328 asks for a compaction summary (its own prompt text)."""
 FALLBACK_SUMMARY = "Summary: the session read the task's files and is continuing it."
 CUT_MARKERS = ("<persisted-output>", "chars truncated…", "tokens truncated…",
-               "characters truncated]", "stored as mem://sha256:")
-"""What a result that is not the whole output carries: the client's own cuts, and the
-footer of an OSIRIS preview (``osiris run``, a replaced MCP output)."""
+               "characters truncated]", "stored as mem://sha256:", '"elided_chars":',
+               "stored; `osiris recall mem://sha256:")
+"""What a result that is not the whole output carries: the client's own cuts (mini-swe-agent's
+``mini.yaml`` keeps 5,000 characters of head and of tail), and the footer of an OSIRIS
+preview (``osiris run``, a replaced MCP output, a loop's ``osiris.agent`` preview)."""
 """How each client marks an output it cut (Claude Code persists big Bash outputs;
 Codex keeps head and tail; the traces' own Claude Code 2.0 cut Bash in place)."""
 _SAVED_TO = re.compile(r"(?:saved to|Full output saved to):?\s*(/\S+)", re.IGNORECASE)
@@ -129,6 +134,9 @@ def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any
     """The live client's tool and input for a trace call (None: not replayable)."""
     if tool in SKIPPED_TOOLS:
         return None
+    if client == MINI_SWE_AGENT:
+        command = args.get("command")
+        return ("bash", {"command": str(command)}) if tool == "bash" and command else None
     if client == CODEX:
         if tool in {"shell", "exec_command", "local_shell"}:
             command = args.get("command", args.get("cmd"))
@@ -197,6 +205,8 @@ LEAD_LINES = 20
 
 
 _STORED_AS = re.compile(r"stored as (mem://sha256:[0-9a-f]{64})")
+_SHELL_RECALL = re.compile(r"osiris recall (mem://sha256:[0-9a-f]{64})")
+_GO_ON = re.compile(r"go on with `(osiris recall [^`]+)`")
 _RECALL_TOOLS = {"mcp__osiris": "mcp__osiris.osiris_recall",  # Codex: a namespace
                  "mcp__osiris__osiris_recall": "mcp__osiris__osiris_recall"}
 
@@ -260,6 +270,7 @@ class TraceScript:
         self.compaction_requests = 0
         self.side_requests = 0
         self._recall: str | None = None
+        self._results: Mapping[str, tuple[str, bool]] = {}
 
     # -- the Script protocol -----------------------------------------------------------
     def reply(self, request: ModelRequest) -> Action:
@@ -276,11 +287,12 @@ class TraceScript:
             self.side_requests += 1
             return FinalText("OK")
         results = results_by_id(request)
-        items = request.body.get("messages" if request.api == ANTHROPIC else "input") or []
+        items = request.body.get("input" if request.api == OPENAI else "messages") or []
         signature = (len(items), json.dumps(items[-1:], sort_keys=True, default=str))
         if self._last is not None and self._last[0] == signature:
             return self._last[1]  # the same request again (a client retry)
         self._agent_turns += 1
+        self._results = results
         self._recall = recall_tool(tool_names(request))
         self._learn(results)
         action = self._next(request, results)
@@ -293,7 +305,7 @@ class TraceScript:
             event = self._issued.get(call_id)
             if event is None or "is_error" in event:
                 continue
-            event["is_error"] = is_error or _codex_failed(text)
+            event["is_error"] = is_error or _shell_failed(text)
             event["result_chars"] = len(text)
             self._texts[call_id] = text
             if event["kind"] != "trace":
@@ -338,10 +350,13 @@ class TraceScript:
                 self._retrieval = retrieval
                 return call
             if self._agent_turns > len(self.calls) + MAX_EXTRA_TURNS:
-                return FinalText(self.final_text)
+                return self._final()
             step = self.calls[self._cursor].step if self._cursor < len(self.calls) else (
                 len(self.session.steps))
             due = [s for s in self._due.pop(step, []) if s.outcome == "pending"]
+            if self._submits(self._cursor):  # the run ends with it: the final needs first
+                due += [s for s in self._due.pop(len(self.session.steps), [])
+                        if s.outcome == "pending"]
             if due:
                 for state in due:
                     if state.need.text in visible:
@@ -351,7 +366,7 @@ class TraceScript:
                 self._queue = [s for s in due if s.outcome == "pending"]
                 continue
             if self._cursor >= len(self.calls):
-                return FinalText(self.final_text)
+                return self._final()
             planned = self.calls[self._cursor]
             self._cursor += 1
             if planned.skip is not None:
@@ -364,6 +379,20 @@ class TraceScript:
             return self._issue("trace", planned.step, planned.tool, planned.input,
                                file=str(file) if file else None)
 
+    def _submits(self, cursor: int) -> bool:
+        """Whether the planned call at ``cursor`` ends a mini-swe-agent run."""
+        if self.client != MINI_SWE_AGENT or cursor >= len(self.calls):
+            return False
+        command = _command_of(self.calls[cursor])
+        return command is not None and command.lstrip().startswith(SUBMIT)
+
+    def _final(self) -> Action:
+        """The end of the run: a final text, or for mini-swe-agent (which acts only
+        through its shell) the command that submits."""
+        if self.client == MINI_SWE_AGENT:
+            return self._issue("final", len(self.session.steps), "bash", {"command": SUBMIT})
+        return FinalText(self.final_text)
+
     def _retrieval_call(self, r: _Retrieval, visible: str) -> ToolCall | None:
         """The next call that may bring ``r``'s need back, None when there is none."""
         if r.state.calls >= MAX_CALLS:
@@ -372,15 +401,14 @@ class TraceScript:
         planned = self.calls[r.state.source]
         if planned.skip is not None:
             return None
-        if r.ref is None and self._recall is not None:
-            found = _STORED_AS.search(self._texts.get(self._source_call(r), ""))
-            r.ref = found.group(1) if found else None
-        if r.ref is not None and self._recall is not None:
-            recall = self._recall_args(r)
+        if r.ref is None:
+            r.ref = self._source_ref(r)
+        if r.ref is not None:
+            recall = self._recall_call(r)
             if recall is None:
                 return None
             r.state.calls += 1
-            return self._issue("retrieval", r.state.source, self._recall, recall)
+            return self._issue("retrieval", r.state.source, *recall)
         searching = not r.searched and r.query
         call = self._search(r, source.tool, planned) if searching else None
         if r.searched and r.page == 0:  # the search ran: page from where it found the query
@@ -393,6 +421,28 @@ class TraceScript:
             return None
         r.state.calls += 1
         return self._issue("retrieval", r.state.source, call[0], call[1])
+
+    def _source_ref(self, r: _Retrieval) -> str | None:
+        """The OSIRIS ref the need can be recalled from, where the model can recall: the
+        footer of the source's preview (``osiris_recall`` offered), or for mini-swe-agent
+        the ``osiris recall`` command its preview or its drop stub shows now."""
+        if self.client == MINI_SWE_AGENT:
+            found = _SHELL_RECALL.search(self._results.get(self._source_call(r), ("", False))[0])
+        elif self._recall is not None:
+            found = _STORED_AS.search(self._texts.get(self._source_call(r), ""))
+        else:
+            return None
+        return found.group(1) if found else None
+
+    def _recall_call(self, r: _Retrieval) -> tuple[str, Any] | None:
+        """The next recall of ``r``'s ref: ``osiris_recall``, or a shell's ``osiris
+        recall`` (None: nothing more to recall)."""
+        if self.client == MINI_SWE_AGENT:
+            command = self._shell_recall(r)
+            return None if command is None else ("bash", {"command": command})
+        assert self._recall is not None
+        args = self._recall_args(r)
+        return None if args is None else (self._recall, args)
 
     def _source_call(self, r: _Retrieval) -> str:
         """The call id of the trace call that produced the need."""
@@ -420,6 +470,33 @@ class TraceScript:
             return None  # past the end of the stored output
         return {"ref": r.ref, "op": "range", "start": first, "end": first + WINDOW_LINES - 1}
 
+    def _shell_recall(self, r: _Retrieval) -> str | None:
+        """The next ``osiris recall`` command (a shell's way to ``osiris_recall``): a grep
+        for the query, then the command a cut answer says goes on, then line ranges."""
+        assert r.ref is not None
+        last = self._last_result()
+        if r.searched or r.page:
+            going_on = _GO_ON.search(last)
+            if going_on is not None:
+                return going_on.group(1)
+        if not r.searched and r.query:
+            r.searched = True
+            return f"osiris recall {r.ref} --grep {shlex.quote(re.escape(r.query))}"
+        r.searched = True
+        if r.page and _shell_failed(last):
+            return None  # past the end of the stored output
+        first = 1 + r.page * WINDOW_LINES
+        r.page += 1
+        return f"osiris recall {r.ref} --lines {first}:{first + WINDOW_LINES - 1}"
+
+    def _shell(self, command: str, description: str) -> tuple[str, dict[str, Any]]:
+        """A shell call as this client's model issues it."""
+        if self.client == CLAUDE_CODE:
+            return "Bash", {"command": command, "description": description}
+        if self.client == MINI_SWE_AGENT:
+            return "bash", {"command": command}
+        return "exec_command", {"cmd": command}
+
     def _search(self, r: _Retrieval, tool: str, planned: Planned
                 ) -> tuple[str, dict[str, Any]] | None:
         assert r.query is not None
@@ -427,14 +504,13 @@ class TraceScript:
             if self.client == CLAUDE_CODE:
                 return "Grep", {"pattern": re.escape(r.query), "path": r.state.file,
                                 "output_mode": "content", "-n": True}
-            return "exec_command", {"cmd": f"grep -n -F -e {shlex.quote(r.query)} "
-                                           f"{shlex.quote(r.state.file)}"}
+            return self._shell(f"grep -n -F -e {shlex.quote(r.query)} "
+                               f"{shlex.quote(r.state.file)}", "Search the file")
         command = _command_of(planned)
         if command is None:
             return None
-        piped = f"({command}) 2>&1 | grep -n -F -e {shlex.quote(r.query)}"
-        return ("Bash", {"command": piped, "description": "Search the earlier output"}) \
-            if self.client == CLAUDE_CODE else ("exec_command", {"cmd": piped})
+        return self._shell(f"({command}) 2>&1 | grep -n -F -e {shlex.quote(r.query)}",
+                           "Search the earlier output")
 
     def _page(self, r: _Retrieval,  # noqa: PLR0911 - one return per way a page ends
               planned: Planned) -> tuple[str, Any] | None:
@@ -453,17 +529,16 @@ class TraceScript:
             if self.client == CLAUDE_CODE:
                 return "Read", {"file_path": r.state.file, "offset": first,
                                 "limit": WINDOW_LINES}
-            return "exec_command", {"cmd": f"sed -n '{first},{last}p' "
-                                           f"{shlex.quote(r.state.file)}"}
+            return self._shell(f"sed -n '{first},{last}p' {shlex.quote(r.state.file)}",
+                               "Page through the file")
         command = _command_of(planned)
         if command is None:
             # A search (Grep, Glob): issue it again, once.
             return (planned.tool, planned.input) if r.page == 1 else None
         if r.page > 1 and _empty(self._last_result()):
             return None  # the previous page was already past the end
-        piped = f"({command}) 2>&1 | sed -n '{first},{last}p'"
-        return ("Bash", {"command": piped, "description": "Page through the earlier output"}
-                ) if self.client == CLAUDE_CODE else ("exec_command", {"cmd": piped})
+        return self._shell(f"({command}) 2>&1 | sed -n '{first},{last}p'",
+                           "Page through the earlier output")
 
     # -- bookkeeping -------------------------------------------------------------------
     def _issue(self, kind: str, step: int, tool: str, payload: Any, *,
@@ -494,6 +569,18 @@ class TraceScript:
     def finish(self) -> None:
         """Needs never reached (the client stopped early) stay ``pending``."""
 
+    def settle(self, whole_outputs: Mapping[str, str]) -> None:
+        """A lost need whose source call's whole output (by call id, where the client
+        kept it: mini-swe-agent's trajectory) never held it is ``absent``: the live run
+        did not produce it, so no configuration could keep it (the script could not
+        tell behind a cut)."""
+        source_ids = {e["step"]: str(e["call_id"]) for e in self.events
+                      if e.get("kind") == "trace" and e.get("call_id")}
+        for state in self.needs:
+            whole = whole_outputs.get(source_ids.get(state.source, ""))
+            if state.outcome == "lost" and whole is not None and state.need.text not in whole:
+                state.outcome = "absent"
+
 
 def _pages_to_end(start: int, lines: int) -> int:
     """How many windows from ``start`` reach the end of a ``lines``-line file."""
@@ -509,14 +596,22 @@ def _command_of(planned: Planned) -> str | None:
 
 
 def _empty(text: str) -> bool:
-    """Whether a shell result holds no output (Codex frames it; Claude Code says so)."""
-    body = text.rsplit("Output:\n", 1)[-1].strip()
+    """Whether a shell result holds no output (Codex and mini-swe-agent frame it;
+    Claude Code says so)."""
+    body = text.rsplit("Output:\n", 1)[-1].rsplit("<output>", 1)[-1]
+    body = body.replace("</output>", "").strip()
     return not body or "no output" in body.lower()
 
 
-def _codex_failed(text: str) -> bool:
-    found = re.search(r"Process exited with code (\d+)", text)
-    return bool(found and found.group(1) != "0")
+_EXIT_CODE = re.compile(r"Process exited with code (\d+)|<returncode>(-?\d+)</returncode>"
+                        r'|^\{\s*"returncode": (-?\d+)')
+
+
+def _shell_failed(text: str) -> bool:
+    """Whether a shell result says its command failed (Codex; mini-swe-agent, whose
+    ``mini.yaml`` renders a JSON object and whose 1.x templates a tag)."""
+    found = _EXIT_CODE.search(text)
+    return bool(found and next(g for g in found.groups() if g is not None) != "0")
 
 
 def _read(path: str) -> str:

@@ -79,10 +79,11 @@ def unpack(tarball: Path, project: Path, *, includes: Path | None = None) -> Non
     shutil.rmtree(staging)
     if includes is not None and includes.is_dir():
         shutil.copytree(includes, project, dirs_exist_ok=True)
-    _commit(project)
+    commit_tree(project)
 
 
-def _commit(project: Path) -> None:
+def commit_tree(project: Path) -> None:
+    """Commit ``project`` whole to a fresh git repository (fixed author and dates)."""
     env = {"PATH": os.defpath + ":/usr/local/bin", "HOME": str(project), **GIT_ENV,
            "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"}
     for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"],
