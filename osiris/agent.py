@@ -27,6 +27,7 @@ unchanged, with a warning logged and kept on the :class:`Observation`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, MutableMapping, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,9 @@ from osiris.core import routing
 from osiris.errors import InvalidInputError
 
 log = logging.getLogger(__name__)
+
+RECALL_COMMAND = re.compile(r"\s*osiris\s+recall\s")
+"""A shell command that reads back a stored output (:func:`shell_recall`'s)."""
 
 RecallHint = Callable[[str], str]
 """How the model is told to recall a ref (the ref in, one sentence out; it is called with
@@ -132,6 +136,10 @@ class AgentSession:
         duplicate check compare calls. ``usage``: the provider's usage of the model
         call that asked for it (``{"input_tokens": …}`` or ``{"prompt_tokens": …}``),
         which tells OSIRIS how full the context is, and so when to advise drops."""
+        if command is not None and RECALL_COMMAND.match(command):
+            # OSIRIS's own bounded answer about an output it holds: shown as it is
+            # (stored again, it would hide what the model asked for behind a preview).
+            return Observation(output, None, 0, False)
         if args is None:
             args = {"command": command} if command is not None else {}
         try:

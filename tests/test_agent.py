@@ -78,6 +78,15 @@ def test_prune_advice_becomes_stubs_and_receipts_that_the_audit_proves(
     assert json.loads(audit.stdout)["lossless"] is True
 
 
+def test_a_recall_through_the_shell_enters_the_history_as_it_is() -> None:
+    with AgentSession("recall") as osiris:
+        big = osiris.observe(big_file(), command="cat big.txt")
+        answer = run_cli("recall", str(big.ref), "--lines", "1:300").stdout
+        seen = osiris.observe(answer, command=f"osiris recall {big.ref} --lines 1:300")
+    assert len(answer) > 4_000  # over the engagement threshold, and still not stored
+    assert (seen.text, seen.stored, seen.ref) == (answer, False, None)
+
+
 def test_a_repeated_output_becomes_a_pointer_unless_it_is_small() -> None:
     with AgentSession("repeat") as osiris:
         first = osiris.observe(big_file(400), command="cat big.txt")

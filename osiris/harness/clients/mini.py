@@ -149,7 +149,9 @@ def run_session(trace_path: Path, traces_dir: Path, repo: Path, configuration: s
     trace = load_trace(trace_path)
     session = session_from_trace(trace, str(rel), str(trace_path))
     paths = PathMap(TRACE_CWD, workspace.project, workspace.tmp)
-    script = TraceScript(MINI_SWE_AGENT, plan(session, MINI_SWE_AGENT, paths), session, paths)
+    trajectory = workspace.root / "run.traj.json"  # mini saves it after every step
+    script = TraceScript(MINI_SWE_AGENT, plan(session, MINI_SWE_AGENT, paths), session, paths,
+                         whole_output=lambda call_id: whole_outputs(trajectory).get(call_id))
     prompt = session.task_prompt or ""
     with ModelServer(script) as server:
         argv = [str(Path(sys.executable).parent / "mini"), "-y", "--exit-immediately",
@@ -158,7 +160,7 @@ def run_session(trace_path: Path, traces_dir: Path, repo: Path, configuration: s
                 "-c", f"model.model_kwargs.api_base={server.base_url}/v1",
                 "-c", "model.cost_tracking=ignore_errors", "-c", "agent.cost_limit=0",
                 "-c", f"environment.cwd={workspace.project}",
-                "-o", str(workspace.root / "run.traj.json")]
+                "-o", str(trajectory)]
         began = time.monotonic()
         try:
             done = subprocess.run(argv, env=mini_env(workspace, configuration),
@@ -170,7 +172,7 @@ def run_session(trace_path: Path, traces_dir: Path, repo: Path, configuration: s
             returncode, stdout, stderr = None, str(exc.stdout or ""), str(exc.stderr or "")
         run = ClientRun(MINI_SWE_AGENT, argv, returncode, time.monotonic() - began, stdout,
                         stderr, server.requests())
-    script.settle(whole_outputs(workspace.root / "run.traj.json"))
+    script.settle(whole_outputs(trajectory))
     status = ("timed out" if run.timed_out else "ok" if run.returncode == 0
               else f"exit {run.returncode}")
     counts = _Counts(default_counter(), neutraliser(workspace, repo))

@@ -47,7 +47,7 @@ import json
 import re
 import shlex
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,12 +79,15 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation so far"
 """How Claude Code 2.1.328 asks for a compaction summary (its own prompt text)."""
 FALLBACK_SUMMARY = "Summary: the session read the task's files and is continuing it."
+MINI_CUT = "[mini-swe-agent elided"
+"""How :func:`observation_text` marks where ``mini.yaml`` cut an output."""
 CUT_MARKERS = ("<persisted-output>", "chars truncated…", "tokens truncated…",
-               "characters truncated]", "stored as mem://sha256:", '"elided_chars":',
+               "characters truncated]", "stored as mem://sha256:", MINI_CUT,
                "stored; `osiris recall mem://sha256:")
-"""What a result that is not the whole output carries: the client's own cuts (mini-swe-agent's
-``mini.yaml`` keeps 5,000 characters of head and of tail), and the footer of an OSIRIS
-preview (``osiris run``, a replaced MCP output, a loop's ``osiris.agent`` preview)."""
+"""What a result that is not the whole output carries: the client's own cuts
+(mini-swe-agent's ``mini.yaml`` keeps 5,000 characters of head and of tail:
+:data:`MINI_CUT`), and the footer of an OSIRIS preview (``osiris run``, a replaced MCP
+output, a loop's ``osiris.agent`` preview)."""
 """How each client marks an output it cut (Claude Code persists big Bash outputs;
 Codex keeps head and tail; the traces' own Claude Code 2.0 cut Bash in place)."""
 _SAVED_TO = re.compile(r"(?:saved to|Full output saved to):?\s*(/\S+)", re.IGNORECASE)
@@ -245,6 +248,10 @@ class TraceScript:
     paths: PathMap
     summaries: list[str] = field(default_factory=list)
     final_text: str = "Done."
+    whole_output: Callable[[str], str | None] | None = None
+    """A call's whole output by its id, where the client keeps it (mini-swe-agent's
+    trajectory file): a need a cut result does not show is then absent, not searched
+    for, when the whole output never held it, as for a result shown whole."""
     needs: list[NeedState] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """Every action taken: ``{"n", "kind", "step", "tool", "call_id", "is_error"}``."""
@@ -287,6 +294,9 @@ class TraceScript:
             self.side_requests += 1
             return FinalText("OK")
         results = results_by_id(request)
+        if self.client == MINI_SWE_AGENT:
+            results = {cid: (observation_text(text), failed)
+                       for cid, (text, failed) in results.items()}
         items = request.body.get("input" if request.api == OPENAI else "messages") or []
         signature = (len(items), json.dumps(items[-1:], sort_keys=True, default=str))
         if self._last is not None and self._last[0] == signature:
@@ -313,6 +323,9 @@ class TraceScript:
             for state in self._by_source.get(event["step"], []):
                 state.shown = state.need.text in text
                 state.cut = any(marker in text for marker in CUT_MARKERS)
+                whole = self.whole_output(call_id) if self.whole_output else None
+                if state.cut and whole is not None and state.need.text not in whole:
+                    state.cut = False  # the cut hid nothing: the output never held it
                 saved = _SAVED_TO.search(text) if state.cut else None
                 state.file = saved.group(1) if saved else event.get("file")
                 if state.file:
@@ -322,6 +335,8 @@ class TraceScript:
     def _next(self, request: ModelRequest, results: Mapping[str, tuple[str, bool]]
               ) -> Action:
         visible = prompt_text(request.body)
+        if self.client == MINI_SWE_AGENT:  # the outputs as read, not as JSON-escaped
+            visible += "\n" + "\n".join(text for text, _ in results.values())
         if self._retrieval is not None:
             last = self._retrieval
             call_id = self._last_call_id()
@@ -580,6 +595,25 @@ class TraceScript:
             whole = whole_outputs.get(source_ids.get(state.source, ""))
             if state.outcome == "lost" and whole is not None and state.need.text not in whole:
                 state.outcome = "absent"
+
+
+def observation_text(text: str) -> str:
+    """What a mini-swe-agent model reads in an observation: ``mini.yaml`` renders each
+    output as a JSON object (``output``, or ``output_head`` and ``output_tail``), so
+    quotes, backslashes and ``<``/``>``/``&``/``'`` are escaped in the raw message; the
+    return code is kept as the 1.x templates' tag."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(doc, dict) or "returncode" not in doc:
+        return text
+    parts = [str(doc.get("output") or "")]
+    if "output_head" in doc:  # the template's cut: where it cut, in the reader's words
+        parts = [str(doc["output_head"]), f"{MINI_CUT} {doc.get('elided_chars')} characters]",
+                 str(doc.get("output_tail") or "")]
+    parts += [str(doc[key]) for key in ("exception_info", "warning") if doc.get(key)]
+    return f"<returncode>{doc['returncode']}</returncode>\n" + "\n".join(parts)
 
 
 def _pages_to_end(start: int, lines: int) -> int:
