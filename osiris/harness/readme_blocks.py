@@ -429,6 +429,23 @@ def block_clients(reports: Reports) -> str:
     return "\n".join(lines) + "\n"
 
 
+def block_mini(reports: Reports) -> str:
+    """mini-swe-agent bare and with OSIRIS, pooled (the loop that owns its history)."""
+    from osiris.harness.clients import mini
+
+    rows = [r for r in reports.rows("mini_sessions") if r.get("session")]
+    if not any(r.get("status") == "ok" for r in rows):
+        return ("The mini-swe-agent profile (`osiris bench clients`) has not run into these "
+                "reports.\n")
+    version = next((r.get("client_version") for r in rows if r.get("client_version")), "")
+    lines = [f"The bundled mini-swe-agent trajectories run again in the real mini-swe-agent "
+             f"({version}, `mini.yaml`), bare and with OSIRIS's agent class, each in a "
+             "checkout built from its task's package sdist, against the same scripted "
+             "model; the one profile where OSIRIS may take outputs out of the history "
+             "(cost: `openai-auto`):", "", *mini.pooled(rows), ""]
+    return "\n".join(lines)
+
+
 def _first_compaction(turns: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
     """(session, configuration) -> the turn of its first compaction request."""
     first: dict[tuple[str, str], int] = {}
@@ -474,7 +491,7 @@ def _clients_findings(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -
 BLOCKS: dict[str, Callable[[Reports], str]] = {
     "clients": block_clients, "traces": block_traces, "peers": block_peers, "sweep": block_sweep,
     "duration": block_duration, "footprint": block_footprint, "hooks": block_hooks,
-    "owner": block_owner,
+    "owner": block_owner, "mini": block_mini,
     "dashboard": block_dashboard}
 
 

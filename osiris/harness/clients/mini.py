@@ -274,11 +274,12 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"{_pct(r.get(f'net_gain_billed_cost_{COST_MODEL}'))} | "
             f"{r['needs_kept'] + r['needs_retrieved']}/{r['needs_total']} | "
             f"{r['extra_calls']} | {r['failed_calls']} | {r.get('source', '')} |")
-    lines += ["", *_pooled(rows), ""]
+    lines += ["", *pooled(rows), ""]
     return "\n".join(lines)
 
 
-def _pooled(rows: list[dict[str, Any]]) -> list[str]:
+def pooled(rows: list[dict[str, Any]]) -> list[str]:
+    """Totals per configuration over the sessions both ran, and the goal's verdict."""
     ok = {(r["session"], r["configuration"]): r for r in rows if r["status"] == "ok"}
     sessions = sorted({s for s, _ in ok if all((s, c) in ok for c in CONFIGURATIONS)})
     if not sessions:
