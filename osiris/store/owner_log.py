@@ -318,21 +318,28 @@ def _insert(con: duckdb.DuckDBPyConnection, spec: statements.Insert,
                 seen.add(key)
                 unique.append(row)
         batch = unique
-    if len(batch) <= 3:  # an Arrow insert costs about as much as three single rows
+    if len(batch) <= 3:  # one statement of columns costs about as much as three rows
         for row in batch:
             con.execute(spec.sql, row)
         return
-    import pyarrow as pa
-
-    try:
-        table = pa.table({name: pa.array([row[i] for row in batch])
-                          for i, name in enumerate(spec.columns)})
-    except (pa.ArrowException, TypeError, ValueError):  # mixed types: row by row
+    columns = [[row[i] for row in batch] for i in range(len(spec.columns))]
+    if not all(_one_type(column) for column in columns):
+        # A list parameter has one type: DuckDB would cast a mixed column to it first.
+        # Such a batch goes row by row, each value cast alone as a single insert does.
         con.executemany(spec.sql, batch)
         return
     verb = "INSERT OR IGNORE" if spec.ignore_conflict_on is not None else "INSERT"
-    # DuckDB finds the Arrow table by this local's name (a replacement scan); register()
-    # would refuse to run while a caller's earlier result is still half-read.
-    osiris_owner_batch = table  # noqa: F841
-    con.execute(f"{verb} INTO {spec.table} ({', '.join(spec.columns)})"  # noqa: S608
-                " SELECT * FROM osiris_owner_batch")
+    # One statement whose parameters are the columns, as lists, zipped back into rows by
+    # UNNEST: about as fast as an Arrow table up to a few hundred rows (3.4 vs 2.7 ms
+    # at 50, 5.6 vs 4.6 at 200, measured here), without importing pyarrow, which took
+    # 0.55 s here and held a new owner's first call (a restart's replay) that long.
+    unnest = ", ".join(["UNNEST(?)"] * len(spec.columns))
+    con.execute(f"{verb} INTO {spec.table} ({', '.join(spec.columns)})"
+                f" SELECT {unnest}", columns)
+
+
+def _one_type(column: list[Any]) -> bool:
+    """Whether a column's values (None aside) share one Python type (ints and floats
+    count as one: a number)."""
+    kinds = {float if type(v) is int else type(v) for v in column if v is not None}
+    return len(kinds) <= 1

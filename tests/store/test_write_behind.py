@@ -18,12 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from osiris.config import Settings
 from osiris.engine.facade import Engine
 from osiris.errors import StoreError
-from osiris.store import journal, owner_log
+from osiris.store import journal, owner_log, statements
 from osiris.store.db import ask_owner_to_release
 from osiris.store.refs import RefStore
 from osiris.store.state import Store
@@ -414,3 +415,34 @@ def test_a_crash_while_a_flush_writes_beside_the_calls_loses_nothing(tmp_path: P
     assert {a["ref"] for a in acked} <= refs and observed == 9
     assert chain.ok, chain
     assert not owner_log.has_records(home)
+
+
+def test_a_flushed_batch_lands_as_its_rows_would_one_by_one(tmp_path: Path) -> None:
+    """A batch goes in as one statement of columns (a column whose values mix types,
+    row by row): either way the table holds what single inserts give."""
+    ledger = statements.LEDGER
+    rows = [[1_700_000_000_000_000 + n, f"t_{n % 3}", n, "result", f"mem://sha256:{n:064x}",
+             n * 10, "cl100k_base", n, 0, 3, "openai-auto", n / 7 if n % 2 else n, None,
+             json.dumps({"n": n})] for n in range(40)]
+    mixed = [row.copy() for row in rows[:6]]
+    mixed[2][13] = 42  # detail: an int among JSON texts
+    tables = {}
+    for name, batched in (("batched", True), ("single", False)):
+        store = Store(Settings(home=tmp_path / name))
+        store.db.migrate()
+        store.close()
+        con = duckdb.connect(str(tmp_path / name / "osiris.duckdb"))
+        con.execute("BEGIN TRANSACTION")
+        for batch in (rows, mixed):
+            if batched:
+                owner_log.apply(con, [(ledger.sql, row) for row in batch])
+            else:
+                for row in batch:
+                    con.execute(ledger.sql, row)
+        con.execute("COMMIT")
+        tables[name] = con.execute(
+            f"SELECT {', '.join(ledger.columns)} FROM ledger ORDER BY ts_us, detail"
+        ).fetchall()
+        con.close()
+    assert len(tables["batched"]) == 46
+    assert tables["batched"] == tables["single"]
