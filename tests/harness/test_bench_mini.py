@@ -95,6 +95,9 @@ def test_both_configurations_find_a_cut_need_again_and_osiris_through_its_recall
     assert rows[1]["net_gain_cumulative_input_tokens"] > 0.5
     section = mini.render(rows)
     assert "## Inside mini-swe-agent" in section and "Goal: at least 50% fewer" in section
+    assert "Not met" not in section and "% fewer, with 100.0% of the needs kept" in section
+    # How far the goal was reachable: the outputs' share of the bare input, and OSIRIS's cut.
+    assert "Command outputs are" in section and "fewer output tokens" in section
     assert "| demo__demo-1 |" not in section  # sessions are named by their path
     assert "mini-swe-agent__demo/demo__demo-1 | osiris | ok |" in section
 

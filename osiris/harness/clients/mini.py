@@ -257,7 +257,8 @@ def render(rows: list[dict[str, Any]]) -> str:
         "retrieved by the visible rule: with the `osiris recall` command OSIRIS's "
         "preview or stub shows, else by running the source command again through "
         "`grep`; a need the command's whole output never held (the checkout differs) is "
-        f"left out of both. Cost: `{COST_MODEL}` (automatic prefix caching).", "",
+        f"left out of both. Cost: `{COST_MODEL}` (automatic prefix caching). *vs bare* is "
+        "the gain against bare (negative: more).", "",
         "| session | configuration | status | prompts | cumulative input | vs bare | cost "
         "| vs bare (cost) | needs kept | extra calls | failed calls | source |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -285,6 +286,7 @@ def pooled(rows: list[dict[str, Any]]) -> list[str]:
     if not sessions:
         return ["No session ran in both configurations."]
     totals = {}
+    outputs = {}
     for configuration in CONFIGURATIONS:
         chosen = [ok[(s, configuration)] for s in sessions]
         totals[configuration] = (
@@ -292,8 +294,10 @@ def pooled(rows: list[dict[str, Any]]) -> list[str]:
             sum(r[f"billed_cost_{COST_MODEL}"] for r in chosen),
             sum(r["needs_kept"] + r["needs_retrieved"] for r in chosen),
             sum(r["needs_total"] for r in chosen), sum(r["extra_calls"] for r in chosen))
+        outputs[configuration] = sum(int(r.get("tool_result_tokens") or 0) for r in chosen)
     tokens, cost, _, _, _ = totals[BARE]
-    out = [f"Pooled over the {len(sessions)} sessions:", "",
+    out = [f"Pooled over the {len(sessions)} sessions (*vs bare*: the gain, negative when "
+           "it is more):", "",
            "| configuration | cumulative input | vs bare | cost | vs bare (cost) | needs kept "
            "| extra calls |", "|---|---|---|---|---|---|---|"]
     for configuration, (t, c, kept, total, extra) in totals.items():
@@ -306,5 +310,18 @@ def pooled(rows: list[dict[str, Any]]) -> list[str]:
     met = gain >= GOAL_GAIN and share >= GOAL_NEEDS
     out += ["", f"Goal: at least {GOAL_GAIN:.0%} fewer cumulative input tokens with at least "
             f"{GOAL_NEEDS:.0%} of the needs kept. {'Met' if met else 'Not met'}: "
-            f"{gain:+.2%} with {share:.1%} of the needs kept."]
+            f"{gain:.2%} {'fewer' if gain >= 0 else 'more'}, with {share:.1%} of the needs "
+            "kept."]
+    if tokens and outputs[BARE]:
+        ceiling = outputs[BARE] / tokens
+        needed = GOAL_GAIN / ceiling
+        removed = 1 - outputs[OSIRIS] / outputs[BARE]
+        out += ["", f"Command outputs are {ceiling:.1%} of the bare runs' cumulative input "
+                "(the rest is mini-swe-agent's system and task messages and the model's own "
+                "messages, which OSIRIS does not touch): taking every output out of every "
+                f"prompt would save at most {ceiling:.1%}, and the goal needs "
+                f"{min(needed, 1.0):.0%} of the output tokens gone"
+                f"{' (more than all of them)' if needed > 1 else ''}. With OSIRIS the "
+                f"prompts carried {removed:.1%} fewer output tokens (previews, pointers and "
+                "stubs in, recall answers included)."]
     return out
