@@ -42,10 +42,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff on everything, strict mypy on osiris/."""
+    """ruff on everything, strict mypy on osiris/, the layers' import contracts
+    (``[tool.importlinter]`` in pyproject.toml)."""
     session.install("-e", ".[test,analysis,dev]")
     session.run("ruff", "check", "osiris", "tests", "bench", "noxfile.py")
     session.run("mypy")
+    session.run("lint-imports", "--no-cache")
 
 
 @nox.session

@@ -14,9 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from osiris.store.db import fetch_row, rows_as_dicts
-from osiris.store.remote import ReadStore
-from osiris.store.state import Store
+from osiris.engine.reads import Reader, fetch_row, rows_as_dicts
 
 PAGE = 50
 # Any drift verdict but "none" (a cheap LIKE first, then the verdict itself: keys are
@@ -51,7 +49,7 @@ def parse_cursor(raw: str | None) -> tuple[int, str] | None:
 class Queries:
     """The dashboard's reads over one OSIRIS home."""
 
-    def __init__(self, store: Store | ReadStore) -> None:
+    def __init__(self, store: Reader) -> None:
         self.store = store
 
     # -- overview -----------------------------------------------------------------------

@@ -13,8 +13,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,43 +24,9 @@ from osiris.harness import (
     perf,
     secrets_report,
 )
+from osiris.harness.context import BenchContext, Stage
 from osiris.harness.retrieval import RETRIEVAL_MODELS
-from osiris.harness.runmeta import RunMeta, new_run
-
-
-@dataclass
-class BenchContext:
-    """What every stage gets: where to write, how big to go, whom to tell."""
-
-    repo: Path
-    out: Path
-    quick: bool
-    meta: RunMeta
-    workdir: Path
-    progress: TextIO = sys.stderr
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    perf_sections: list[str] = field(default_factory=list)
-    documents: dict[str, str] = field(default_factory=dict)
-    plot_jobs: list[Callable[[Path], list[Path]]] = field(default_factory=list)
-    retrievals: tuple[str, ...] = RETRIEVAL_MODELS
-    client: str | None = None
-    stages: tuple[str, ...] = ()
-    """The stages this run executes."""
-    sections: dict[str, str] = field(default_factory=dict)
-    """Report sections a stage hands to a later one (``clients`` → BENCHMARK.md)."""
-
-    def say(self, message: str) -> None:
-        """Progress line on stderr."""
-        self.progress.write(f"[bench {time.strftime('%H:%M:%S')}] {message}\n")
-        self.progress.flush()
-
-    def add_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
-        """Rows for ``reports/data/<table>.parquet``, with the run's provenance."""
-        meta = self.meta.as_row()
-        self.tables.setdefault(table, []).extend({**meta, **row} for row in rows)
-
-
-Stage = Callable[[BenchContext], None]
+from osiris.harness.runmeta import new_run
 
 
 def stage_secrets(ctx: BenchContext) -> None:
@@ -87,7 +52,7 @@ def stage_secrets(ctx: BenchContext) -> None:
 def stage_benchmark(ctx: BenchContext) -> None:
     """The sweep, the real traces and the break-even sweep through every system; renders
     reports/BENCHMARK.md and its plots."""
-    from osiris.harness import benchmark, peers, report
+    from osiris.harness import benchmark, peers, report, report_plots
     from osiris.harness.replay import System
     from osiris.server.footprint import footprint
 
@@ -144,7 +109,7 @@ def stage_benchmark(ctx: BenchContext) -> None:
     real_clients = ctx.sections.get("clients") or report.clients_section_of(ctx.out)
     ctx.documents["BENCHMARK.md"] = report.render(rows, fp, even, meta, peers=peer_rows,
                                                   real_clients=real_clients)
-    ctx.plot_jobs.append(lambda out: report.plots(rows, out))
+    ctx.plot_jobs.append(lambda out: report_plots.plots(rows, out))
 
 
 def stage_clients(ctx: BenchContext) -> None:

@@ -27,36 +27,31 @@ import json
 import logging
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from osiris.core.tokens import ENCODING_NAME, TokenCounter, default_counter
+from osiris.core.tokens import ENCODING_NAME, default_counter
 from osiris.harness.clients import behaviour
-from osiris.harness.clients.configs import BARE, CONFIGURATIONS, install
-from osiris.harness.clients.heads import Head, Neutraliser, added_since, delta, measure_head
+from osiris.harness.clients.configs import BARE, CONFIGURATIONS
+from osiris.harness.clients.heads import added_since, delta, measure_head
+from osiris.harness.clients.measurer import PROMPT, TRACE_MODELS, Measurer
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
     CLIENTS,
     CODEX,
     NPM_PACKAGES,
     VERSIONS,
-    ClientRun,
     Tools,
     Workspace,
-    run_client,
 )
-from osiris.harness.model_script import Action, FinalText, ScriptedTurns, ToolCall
-from osiris.harness.model_server import ModelServer
+from osiris.harness.model_script import Action, FinalText, ToolCall
 
 logger = logging.getLogger(__name__)
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "client_heads.json"
 SCHEMA_VERSION = 1
-PROMPT = "hi"
 DEFAULT_ROOT = Path("/tmp/osiris-clients")  # noqa: S108 - fixed on purpose: it reaches the prompts
-TRACE_MODELS = {CLAUDE_CODE: "claude-sonnet-4-5-20250929", CODEX: "gpt-5-codex"}
-"""The models of the bundled traces (``datasets/traces/SOURCES.md``)."""
 HOOK_MODELS = {CLAUDE_CODE: None, CODEX: TRACE_MODELS[CODEX]}
 """Model of the 3-step session: the client's default, except Codex, whose default model
 gets no shell tool of its own (only ``exec``, JavaScript that calls nested tools)."""
@@ -68,66 +63,6 @@ def load(path: Path = DATA_FILE) -> dict[str, Any]:
     """The committed measurements."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
-
-
-def model_args(client: str, model: str | None) -> tuple[str, ...]:
-    """The command-line option choosing ``model`` (none: the client's default)."""
-    if model is None:
-        return ()
-    return ("--model", model) if client == CLAUDE_CODE else ("-m", model)
-
-
-class Measurer:
-    """Runs sessions in one fixed scratch directory and measures them."""
-
-    def __init__(self, tools: Tools, root: Path, counter: TokenCounter,
-                 timeout_s: float = 180.0) -> None:
-        self.tools = tools
-        self.root = root
-        self.counter = counter
-        self.timeout_s = timeout_s
-        self.workspace = Workspace(root / "session")
-        repo = tools.root.parent
-        # The scratch root and the checkout reach some prompts (the working directory,
-        # the skills folder, a plugin's path): fixed stand-ins keep figures machine-free.
-        self.neutralise = Neutraliser({str(self.workspace.root): "/scratch",
-                                       str(repo): "/repo"})
-        self.log_dir = root / "logs"
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.runs: list[dict[str, Any]] = []
-
-    def session(self, client: str, configuration: str, actions: Sequence[Action],
-                *, model: str | None = None, prepare: Callable[[Workspace], None] | None = None,
-                label: str, count_tokens: bool = True) -> ClientRun:
-        """A fresh workspace with ``configuration`` installed, one session, its log."""
-        workspace = self.workspace.reset(client)
-        installed = install(configuration, client, workspace, self.tools)
-        if prepare is not None:
-            prepare(workspace)
-        log = self.log_dir / f"{client}-{configuration}-{label}.jsonl"
-        log.unlink(missing_ok=True)
-        with ModelServer(ScriptedTurns(list(actions)), log_path=log,
-                         count_tokens=count_tokens) as server:
-            run = run_client(client, server, workspace, PROMPT, tools=self.tools,
-                             timeout_s=self.timeout_s,
-                             extra_args=(*installed.extra_args, *model_args(client, model)))
-        # Wall times stay out of the data file (they differ run to run; a regenerated
-        # file must equal the committed one); they go to the log.
-        logger.info("%s %s %s: %.1fs", client, configuration, label, run.seconds)
-        self.runs.append({"client": client, "configuration": configuration, "label": label,
-                          "returncode": run.returncode,
-                          "prompts": len(run.prompts),
-                          "installed_by": [c.replace(str(self.tools.root.parent), "/repo")
-                                           for c in installed.commands]})
-        if run.timed_out or run.returncode != 0 or not run.prompts:
-            raise RuntimeError(f"{label}: {run.describe()}")
-        return run
-
-    def head(self, client: str, configuration: str, model: str | None) -> Head:
-        """The head of a ``hi`` session's first request."""
-        run = self.session(client, configuration, [], model=model,
-                           label=f"head-{model or 'default'}")
-        return measure_head(run.prompts[0], PROMPT, self.counter, self.neutralise)
 
 
 def measure_heads(measurer: Measurer, client: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from osiris.harness.stats import median, ms, percentile
 
 if TYPE_CHECKING:
-    from osiris.harness.bench import BenchContext
+    from osiris.harness.context import BenchContext
 
 WRITER = """
 import json, sys, time

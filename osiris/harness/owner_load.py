@@ -24,7 +24,7 @@ from typing import Any
 from osiris.config import Settings
 from osiris.engine import open_engine
 from osiris.errors import OsirisError
-from osiris.store.owner_client import LOCK_NAME, OwnerClient, socket_path, try_connect
+from osiris.owner_wire import LOCK_NAME, OwnerClient, socket_path, try_connect
 
 
 def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None) -> None:
@@ -197,8 +197,8 @@ class Verdict:
 
 def verify(home: Path, acknowledged: list[dict[str, object]]) -> Verdict:
     """Open ``home`` (any owner steps aside) and check every acknowledged call."""
+    from osiris.engine.audit import audit_task
     from osiris.store import journal
-    from osiris.store.audit import audit_task
     from osiris.store.state import Store
 
     store = Store(Settings(home=home))

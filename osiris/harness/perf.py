@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 from osiris.config import Settings
 from osiris.harness.stats import median, ms, percentile
 from osiris.harness.store_load import run_load
+from osiris.harness.traces import real_text
 from osiris.store.db import fetch_row
 from osiris.store.state import Store
 
 if TYPE_CHECKING:
-    from osiris.harness.bench import BenchContext
+    from osiris.harness.context import BenchContext
 
 
 def stage_store(ctx: BenchContext) -> None:
@@ -156,22 +157,6 @@ def _rss_mib() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def real_text(repo_traces: Any, size_bytes: int) -> str:
-    """At least ``size_bytes`` of real tool output, taken from the traces in order."""
-    from osiris.harness.traces import find_traces, load_trace
-
-    chunks: list[str] = []
-    total = 0
-    while total < size_bytes:
-        for path in find_traces(repo_traces):
-            for step in load_trace(path).steps:
-                chunks.append(step.output)
-                total += len(step.output.encode("utf-8"))
-                if total >= size_bytes:
-                    return "\n".join(chunks)
-    return "\n".join(chunks)
 
 
 def stage_payloads(ctx: BenchContext) -> None:
@@ -318,7 +303,8 @@ def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
 def stage_hooks(ctx: BenchContext) -> None:
     """Client hooks, before and after the store owner: the command hook's round trip
     (process start included) and the in-server path of an ``mcp_tool`` hook."""
-    from osiris.harness.owner_perf import hook_round_trips, render_hooks
+    from osiris.harness.owner_perf import hook_round_trips
+    from osiris.harness.owner_report import render_hooks
 
     n = 10 if ctx.quick else 100
     calls = _hook_payloads(ctx.repo)[:n]

@@ -32,7 +32,7 @@ from osiris.harness.report import (
     _n,
     _pct,
     _pool,
-    _select,
+    select_rows,
     session_median,
 )
 from osiris.harness.stats import ms
@@ -109,7 +109,7 @@ def block_traces(reports: Reports) -> str:
     """The real agent sessions inside their clients: one row per client, OSIRIS against the
     bare client, with the best peer, under visible retrieval; then what it means."""
     rows = reports.rows("results")
-    traces = _select(rows, "traces")
+    traces = select_rows(rows, "traces")
     if not traces:
         return "The committed reports hold no replay of real agent sessions.\n"
     peers = _peer_labels(reports)
@@ -145,7 +145,7 @@ def block_traces(reports: Reports) -> str:
         if gain < 0:
             notes.append(f"inside {client} OSIRIS re-sends {_pct(-gain).lstrip('+')} more than "
                          "the bare client")
-    exact = _select(rows, "traces", retrieval="exact")
+    exact = select_rows(rows, "traces", retrieval="exact")
     upper = []
     for client in CLIENT_ORDER:
         totals = _pool([r for r in exact if r.get("client") == client])

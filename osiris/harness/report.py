@@ -82,7 +82,7 @@ def _median(values: list[float]) -> float | None:
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
-def _select(rows: list[dict[str, Any]], workload: str, retrieval: str | None = "visible",
+def select_rows(rows: list[dict[str, Any]], workload: str, retrieval: str | None = "visible",
             ) -> list[dict[str, Any]]:
     return [r for r in rows if r["workload"] == workload
             and (retrieval is None or r.get("retrieval", "visible") == retrieval)]
@@ -122,7 +122,7 @@ def client_table(rows: list[dict[str, Any]], client: str) -> list[str]:
     per-session median against the bare client, billed cost under the client's own
     provider model, needs kept, extra calls, compactions."""
     model = CLIENT_COST_MODEL.get(client, "anthropic-5m")
-    chosen = [r for r in _select(rows, "traces") if r.get("client") == client]
+    chosen = [r for r in select_rows(rows, "traces") if r.get("client") == client]
     lines: list[str] = []
     for source in sorted({source_of(r["session"]) for r in chosen}):
         part = [r for r in chosen if source_of(r["session"]) == source]
@@ -156,7 +156,7 @@ def client_table(rows: list[dict[str, Any]], client: str) -> list[str]:
 
 def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
     """Needs preserved per kind, per client and system (visible retrieval)."""
-    chosen = _select(rows, "traces")
+    chosen = select_rows(rows, "traces")
     lines = ["| client | system | " + " | ".join(NEED_KINDS) + " |",
              "|---|---|" + "---|" * len(NEED_KINDS)]
     for client in CLIENT_ORDER:
@@ -173,7 +173,7 @@ def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
 def retrieval_table(rows: list[dict[str, Any]]) -> list[str]:
     """Each retrieval model side by side, per client: the cumulative gain against the bare
     client and the needs kept. ``exact`` is an upper bound (an agent that knew the answer)."""
-    traces = _select(rows, "traces", retrieval=None)
+    traces = select_rows(rows, "traces", retrieval=None)
     lines = ["| client | system | visible (headline) | paging (lower bound) | "
              "exact (upper bound) |", "|---|---|---|---|---|"]
     for client in CLIENT_ORDER:
@@ -198,7 +198,7 @@ def retrieval_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def heldout_section(rows: list[dict[str, Any]]) -> list[str]:
     """The held-out sessions (added after the rules were fixed), visible retrieval."""
-    held = list(_select(rows, "heldout"))
+    held = list(select_rows(rows, "heldout"))
     if not held:
         return ["No held-out sessions in this run (`datasets/traces-heldout/` is absent or "
                 "the run was `--quick`)."]
@@ -272,7 +272,7 @@ def sweep_tables(rows: list[dict[str, Any]]) -> list[str]:
 
 def trace_tables(rows: list[dict[str, Any]]) -> list[str]:
     """Per-session figures of the real traces (visible retrieval, each in its client)."""
-    traces = _select(rows, "traces")
+    traces = select_rows(rows, "traces")
     sessions = sorted({r["session"] for r in traces})
     by = {(r["session"], r["system"]): r for r in traces}
     systems = _ordered({r["system"] for r in traces})
@@ -322,7 +322,7 @@ def goals(rows: list[dict[str, Any]], footprint: dict[str, Any],
                      if r["workload"] == "sweep" and r["system"].startswith("osiris"))
     lines.append(f"- Sweep answer preservation 100% for OSIRIS: "
                  f"**{'met' if sweep_kept else 'not met'}**.")
-    traces = _select(rows, "traces")
+    traces = select_rows(rows, "traces")
     for client in CLIENT_ORDER:
         part = [r for r in traces if r.get("client") == client]
         totals = _pool(part)
@@ -430,7 +430,7 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
                    f"{run['machine']}; Python {run['python']}; encoding {run['encoding']}; "
                    f"cost models {run.get('cost_model_version', '')}.", RUN_END, ""]
     clients = [c for c in CLIENT_ORDER if any(r.get("client") == c
-                                             for r in _select(rows, "traces"))]
+                                             for r in select_rows(rows, "traces"))]
     client_sections: list[str] = []
     for client in clients:
         client_sections += [f"### Inside {client}", "", *client_table(rows, client)]
@@ -571,82 +571,3 @@ def body_of(report: str) -> str:
         end = report.index(RUN_END) + len(RUN_END)
         report = report[:start] + report[end:].lstrip("\n")
     return report.rstrip("\n") + "\n"
-
-
-def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """reports/sweep_net_gain.png and reports/traces_cumulative.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    sweep = [r for r in rows if r["workload"] == "sweep"]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    floor = -100.0
-    clipped = False
-    for system in systems_in(rows, "sweep"):
-        if system == "raw":
-            continue
-        points = sorted((r["size"], r["net_gain_final_context_tokens"] * 100) for r in sweep
-                        if r["system"] == system)
-        clipped = clipped or any(p[1] < floor for p in points)
-        style = "-" if system in SYSTEMS else "-."
-        if points:
-            ax.plot([p[0] for p in points], [max(p[1], floor) for p in points], marker="o",
-                    linestyle=style, label=system)
-    amortised = sorted((r["size"], r["net_gain_final_excluding_fixed"] * 100) for r in sweep
-                       if r["system"] == "osiris-adaptive")
-    if amortised:
-        ax.plot([p[0] for p in amortised], [p[1] for p in amortised], marker="o",
-                linestyle=":", color="tab:red", label="osiris-adaptive, fixed cost amortised")
-    seed = sorted((size, v[3]) for size, v in SEED.items())
-    ax.plot([p[0] for p in seed], [p[1] for p in seed], linestyle="--", color="grey",
-            label="seed adaptive (fixed cost amortised)")
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_xscale("log")
-    ax.set_xlabel("payload size (tokens)")
-    ax.set_ylabel("net gain vs raw, final context (%)")
-    ax.set_ylim(bottom=floor - 5 if clipped else None)
-    ax.set_title("Payload sweep: who keeps the context small"
-                 + (" (losses below −100% drawn at −100%)" if clipped else ""), fontsize=10)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    path = out / "sweep_net_gain.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
-
-    traces_path = _traces_plot(rows, out)
-    if traces_path is not None:
-        written.append(traces_path)
-    return written
-
-
-def _traces_plot(rows: list[dict[str, Any]], out: Path) -> Path | None:
-    import matplotlib.pyplot as plt
-
-    traces = _select(rows, "traces")
-    if not traces:
-        return None
-    sessions = sorted({r["session"] for r in traces})
-    systems = systems_in(rows, "traces")
-    fig, ax = plt.subplots(figsize=(10, 4.8))
-    width = 0.8 / len(systems)
-    by = {(r["session"], r["system"]): r for r in traces}
-    for k, system in enumerate(systems):
-        values = [by[(s, system)]["cumulative_input_tokens"] / 1e6
-                  if (s, system) in by else 0 for s in sessions]
-        ax.bar([i + k * width for i in range(len(sessions))], values, width, label=system)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(sessions))])
-    ax.set_xticklabels([short_name(s) for s in sessions], rotation=45, ha="right",
-                       fontsize=7)
-    ax.set_ylabel("cumulative input (M tokens)")
-    ax.set_title("Real agent sessions inside their clients: tokens re-sent over all turns "
-                 "(visible retrieval)", fontsize=10)
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    path = out / "traces_cumulative.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -211,3 +211,17 @@ def find_traces(root: Path) -> list[Path]:
             continue
         found.append(path)
     return found
+
+
+def real_text(repo_traces: Any, size_bytes: int) -> str:
+    """At least ``size_bytes`` of real tool output, taken from the traces in order."""
+    chunks: list[str] = []
+    total = 0
+    while total < size_bytes:
+        for path in find_traces(repo_traces):
+            for step in load_trace(path).steps:
+                chunks.append(step.output)
+                total += len(step.output.encode("utf-8"))
+                if total >= size_bytes:
+                    return "\n".join(chunks)
+    return "\n".join(chunks)

@@ -16,15 +16,15 @@ from osiris._version import __version__
 from osiris.config import Settings
 from osiris.core.operating_context import instructions_text
 from osiris.engine.operating_context import OperatingContextLoader
+from osiris.engine.remote import RemoteEngine
 from osiris.server.definitions import DISPATCH, TOOLS
 from osiris.server.resources import prompt_guard, register_resources
 from osiris.server.tools import EngineGate, argument_guard, build_tools, hook_calls
-from osiris.store.remote import RemoteEngine
 
 
 def build_server(settings: Settings, engine: Any = None) -> MCPServer:
     """The OSIRIS MCP server for ``settings``. The engine is the home's store owner's
-    (:class:`osiris.store.remote.RemoteEngine`) unless ``OSIRIS_STORE_OWNER=off`` or one
+    (:class:`osiris.engine.remote.RemoteEngine`) unless ``OSIRIS_STORE_OWNER=off`` or one
     is given (an :class:`osiris.engine.Engine` in process)."""
     from osiris.engine import open_engine
 

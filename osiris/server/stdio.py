@@ -31,7 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _open_stdout_diversion
 from mcp.shared.message import SessionMessage
 
-from osiris.server.early import Handover, StartCache
+from osiris.server.start_cache import Handover, StartCache
 from osiris.server.wire import Rejection, check_message, oversized
 
 log = logging.getLogger(__name__)

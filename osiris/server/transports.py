@@ -11,7 +11,6 @@ SDK would not (:mod:`osiris.server.stdio`, :mod:`osiris.server.http_guard`).
 
 from __future__ import annotations
 
-import hmac
 import logging
 import signal
 import socket
@@ -25,13 +24,13 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from osiris.config import Settings, is_loopback
+from osiris.core.http_security import LOOPBACK_NAMES, bearer_token, token_name
 from osiris.server.app import build_server
-from osiris.server.early import Handover, StartCache
 from osiris.server.http_guard import LegacyHttpGuard
+from osiris.server.start_cache import Handover, StartCache
 from osiris.server.stdio import serve as serve_lines
 
 log = logging.getLogger(__name__)
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 UNAUTHORIZED = ("Unauthorized: send 'Authorization: Bearer <token>' with a token from "
                 "OSIRIS_HTTP_TOKEN; for an entry written name=token, send only the token "
                 "after '=', not the name")
@@ -46,14 +45,7 @@ class BearerAuth:
 
     def principal(self, header: str) -> str | None:
         """The token's name, comparing every known token in constant time."""
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return None
-        found = None
-        for name, known in self.tokens:
-            if hmac.compare_digest(token.encode(), known.encode()):
-                found = name
-        return found
+        return token_name(bearer_token(header), self.tokens)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -414,18 +414,18 @@ class Database:
 def ask_owner_to_release(home: Path) -> bool:
     """Ask the store owner of ``home`` (if one listens) to close the database and exit;
     True when one agreed."""
-    from osiris.store import owner_client
+    from osiris import owner_wire
 
     try:
-        sock = owner_client.try_connect(owner_client.socket_path(home))
+        sock = owner_wire.try_connect(owner_wire.socket_path(home))
     except StoreError:
         return False
     if sock is None:
         return False
     try:
         sock.settimeout(5.0)
-        owner_client.send_frame(sock, {"op": "release"})
-        reply, _ = owner_client.recv_frame(sock, 1 << 20)
+        owner_wire.send_frame(sock, {"op": "release"})
+        reply, _ = owner_wire.recv_frame(sock, 1 << 20)
     except (OSError, EOFError, ValueError):
         return False
     finally:

@@ -22,7 +22,8 @@ import pytest
 from osiris.harness.clients.configs import BARE, OSIRIS, install
 from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
 from osiris.harness.clients.sessions import measure, segments
-from osiris.harness.clients.trace_script import PathMap, TraceScript, plan
+from osiris.harness.clients.trace_plan import PathMap, plan
+from osiris.harness.clients.trace_script import TraceScript
 from osiris.harness.clients.workspaces import manifest, tarball_for, unpack
 from osiris.harness.model_script import (
     ANTHROPIC,

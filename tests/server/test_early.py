@@ -13,7 +13,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 
 from osiris.config import Settings
-from osiris.server.early import (
+from osiris.server.start_cache import (
     BUILT_VERSIONS,
     CACHE_NAME,
     VERIFIED_SDK,

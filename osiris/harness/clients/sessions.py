@@ -58,13 +58,8 @@ from osiris.harness.clients.run import (
     Workspace,
     run_client,
 )
-from osiris.harness.clients.trace_script import (
-    COMPACT_MARKER,
-    PathMap,
-    TraceScript,
-    plan,
-    summaries_of,
-)
+from osiris.harness.clients.trace_plan import PathMap, plan
+from osiris.harness.clients.trace_script import COMPACT_MARKER, TraceScript, summaries_of
 from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
 from osiris.harness.model_script import (
     ANTHROPIC,

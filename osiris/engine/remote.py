@@ -6,7 +6,7 @@
 * :func:`query` runs one read-only SQL statement on a live home and returns a
   ``pyarrow.Table``: the way for a notebook to read a home that agents are writing::
 
-      from osiris.store.remote import query
+      from osiris.engine.remote import query
       events = query("~/.osiris", "SELECT kind, count(*) AS n FROM events GROUP BY kind")
       events.to_pandas()  # or polars.from_arrow(events)
 
@@ -27,7 +27,7 @@ from typing import Any
 
 from osiris.config import Settings, settings_to_wire
 from osiris.errors import OsirisError
-from osiris.store.owner_client import OwnerClient, socket_path, start_owner, try_connect
+from osiris.owner_wire import OwnerClient, socket_path, start_owner, try_connect
 
 log = logging.getLogger(__name__)
 
@@ -309,3 +309,14 @@ def query(home: str | Path, sql: str, params: list[Any] | dict[str, Any] | None 
     finally:
         client.close()
     return pa.ipc.open_stream(data).read_all()
+
+
+def open_engine(settings: Settings) -> Any:
+    """The engine a serving process should use: the home's store owner's
+    (:class:`osiris.engine.remote.RemoteEngine`) when ``OSIRIS_STORE_OWNER`` is on (the
+    default), else an :class:`Engine` that opens the database for each call."""
+    if settings.store_owner:
+        return RemoteEngine(settings)
+    from osiris.engine.facade import Engine
+
+    return Engine(settings)

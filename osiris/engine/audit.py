@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from osiris.config import Settings
 from osiris.errors import NotFoundError
 from osiris.store import journal
 from osiris.store.db import fetch_row
@@ -122,3 +123,13 @@ def audit_task(store: Store, task_id: str) -> AuditReport:
                      "saved_proven": int(proven), "unbacked_rows": int(unbacked)}
     report.lossless = not report.integrity_violations and report.items_missing == 0
     return report
+
+
+def audit_home(settings: Settings, task_id: str) -> AuditReport:
+    """The proof for one task of an existing home (``osiris audit``): opens it without
+    creating anything (NotFoundError on a missing home) and closes it again."""
+    store = Store(settings, create=False)
+    try:
+        return audit_task(store, task_id)
+    finally:
+        store.close()
