@@ -177,9 +177,18 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.host:
         settings = replace(settings, http_host=args.host)
-    if args.port:
+    if args.port is not None:
+        if not 0 <= args.port < 65536:
+            sys.stderr.write("osiris: --port must be from 0 (any free port) to 65535\n")
+            return EXIT_USAGE
         settings = replace(settings, http_port=args.port)
-    serve_http(settings)
+    try:
+        serve_http(settings)
+    except OSError as exc:
+        sys.stderr.write(f"osiris: cannot listen on {settings.http_host}:{settings.http_port}: "
+                         f"{exc.strerror or exc}; choose another --port (0: any free port, "
+                         "announced on stderr) or stop what holds it\n")
+        return EXIT_USAGE
     return EXIT_OK
 
 
@@ -282,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the MCP server (stdio unless --http)")
     serve.add_argument("--http", action="store_true", help="Streamable HTTP at /mcp")
     serve.add_argument("--host", help="bind address (default OSIRIS_HTTP_HOST or 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default OSIRIS_HTTP_PORT or 8765)")
+    serve.add_argument("--port", type=int, help="port (default OSIRIS_HTTP_PORT or 8765; 0: "
+                       "any free port, announced on stderr)")
     serve.set_defaults(func=cmd_serve)
     run = sub.add_parser(
         "run", help="run a shell command, keep its whole output, print a preview if large",

@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         "in one OSIRIS home (tasks, drift, ledger, verdicts, refs, audits, benchmark).")
     parser.add_argument("--host", help="bind address (default OSIRIS_DASHBOARD_HOST or "
                         "127.0.0.1; beyond loopback OSIRIS_HTTP_TOKEN is required)")
-    parser.add_argument("--port", type=int, help="port (default OSIRIS_DASHBOARD_PORT or 8770)")
+    parser.add_argument("--port", type=int, help="port (default OSIRIS_DASHBOARD_PORT or "
+                        "8770; 0: any free port, announced on stderr)")
     parser.add_argument("--reports", help="benchmark reports directory (default "
                         "$OSIRIS_HOME/reports, else ./reports)")
     return parser
@@ -175,8 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.host:
         settings = replace(settings, dashboard_host=args.host)
     if args.port is not None:
-        if not 0 < args.port < 65536:
-            sys.stderr.write("osiris-dashboard: --port must be from 1 to 65535\n")
+        if not 0 <= args.port < 65536:
+            sys.stderr.write("osiris-dashboard: --port must be from 0 (any free port) to "
+                             "65535\n")
             return 2
         settings = replace(settings, dashboard_port=args.port)
     if not is_loopback(settings.dashboard_host) and not settings.http_tokens:
@@ -193,12 +195,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = Path(args.reports).resolve() if args.reports else default_reports(settings)
     logging.basicConfig(stream=sys.stderr, level=settings.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    import socket
+
     import uvicorn
 
+    host = settings.dashboard_host
+    try:  # bound first: the port served is known before it is announced (0: any free one)
+        sock = socket.create_server((host.strip("[]"), settings.dashboard_port),
+                                    family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:
+        sys.stderr.write(f"osiris-dashboard: cannot listen on {host}:{settings.dashboard_port}: "
+                         f"{exc.strerror or exc}; choose another --port (0: any free port)\n")
+        return 2
+    settings = replace(settings, dashboard_port=int(sock.getsockname()[1]))
     app = create_app(settings, reports=reports)
-    sys.stderr.write(f"osiris-dashboard: http://{settings.dashboard_host}:"
-                     f"{settings.dashboard_port}/ over {settings.home}\n")
-    uvicorn.Server(uvicorn.Config(app, host=settings.dashboard_host,
-                                  port=settings.dashboard_port,
-                                  log_level=settings.log_level.lower())).run()
+    sys.stderr.write(f"osiris-dashboard: http://{host}:{settings.dashboard_port}/ over "
+                     f"{settings.home}\n")
+    sys.stderr.flush()
+    uvicorn.Server(uvicorn.Config(app, host=host, port=settings.dashboard_port,
+                                  log_level=settings.log_level.lower())).run(sockets=[sock])
     return 0

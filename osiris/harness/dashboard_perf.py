@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -46,12 +45,6 @@ sys.stdout.write(json.dumps(latencies))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _get(url: str, timeout: float = 120) -> tuple[float, str]:
     started = time.perf_counter()
     with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (loopback)
@@ -61,15 +54,21 @@ def _get(url: str, timeout: float = 120) -> tuple[float, str]:
 
 @contextlib.contextmanager
 def _dashboard(home: Path) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # --port 0: it binds a free port and says which on stderr
         [sys.executable, "-c", "import sys; from osiris.dashboard import main; "
-         "sys.exit(main(sys.argv[1:]))", "--port", str(port)],
+         "sys.exit(main(sys.argv[1:]))", "--port", "0"],
         env={"OSIRIS_HOME": str(home), "OSIRIS_LOG_LEVEL": "WARNING"},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     try:
+        assert proc.stderr is not None
+        said = ""
+        while not (found := re.search(r"http://127\.0\.0\.1:(\d+)/", said)):
+            line = proc.stderr.readline()  # ends at the process's exit at the latest
+            if not line:
+                raise RuntimeError(f"dashboard exited before it listened: {said}")
+            said += line
+        base = f"http://127.0.0.1:{found.group(1)}"
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"dashboard exited: {proc.stderr.read() if proc.stderr else ''}")

@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -102,20 +103,33 @@ def http_app(settings: Settings, port: int, server: Any = None) -> ASGIApp:
     return app
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port, the kernel's choice), so
+    that the port served is known before anything is announced, and no other process can
+    take it in between. OSError when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+
+
 def serve_http(settings: Settings) -> None:
-    """Run the Streamable HTTP server until interrupted."""
+    """Run the Streamable HTTP server until interrupted (OSError: the address could not be
+    bound)."""
     import uvicorn
+
+    sock = listen(settings.http_host, settings.http_port)
+    settings = replace(settings, http_port=int(sock.getsockname()[1]))
 
     class AnnouncingServer(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if self.started:  # bound and listening (a failed bind has exited already)
+            if self.started:  # listening
                 sys.stderr.write(listening_line(settings) + "\n")
                 sys.stderr.flush()
 
     app = http_app(settings, settings.http_port)
     AnnouncingServer(uvicorn.Config(app, host=settings.http_host, port=settings.http_port,
-                                    log_level=settings.log_level.lower(), lifespan="on")).run()
+                                    log_level=settings.log_level.lower(), lifespan="on")
+                     ).run(sockets=[sock])
 
 
 def listening_line(settings: Settings) -> str:
