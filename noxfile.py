@@ -48,6 +48,8 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", "osiris", "tests", "bench", "noxfile.py")
     session.run("mypy")
     session.run("lint-imports", "--no-cache")
+    # The notebooks' .ipynb files say what their jupytext .py sources say.
+    session.run("python", "-m", "osiris.harness.notebooks", "--check")
 
 
 @nox.session
