@@ -41,6 +41,15 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def fast(session: nox.Session) -> None:
+    """The edit-test loop: every test not marked ``slow`` (the ones that run the
+    benchmark, real clients, a browser or several processes for seconds), without the
+    installs of Node, the browser and the peer. ``nox -s tests`` (CI) runs them all."""
+    session.install("-e", ".[test,analysis]")
+    session.run("pytest", "-m", "not slow", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff on everything, strict mypy on osiris/, the layers' import contracts
     (``[tool.importlinter]`` in pyproject.toml)."""

@@ -18,7 +18,7 @@
 #
 # `reports/BENCHMARK.md` is generated, so it must say exactly what
 # `reports/data/results.parquet` says. This notebook renders the report again from the
-# Parquet with the same function the benchmark uses (`osiris.harness.report.render`) and
+# Parquet with the same function the benchmark uses (`osiris.harness.reports.report.render`) and
 # **fails** if the tables differ from the committed file. Then it lays out the key
 # tables as data frames, for a reader who wants to sort, filter or plot them.
 
@@ -45,7 +45,8 @@ repo, reports, traces_dir = setup(REPO, REPORTS)
 # %%
 from IPython.display import Markdown
 
-from osiris.harness import benchmark, report
+from osiris.harness.bench import tokens
+from osiris.harness.reports import report
 from osiris.server.footprint import footprint
 
 parquet = reports / "data" / "results.parquet"
@@ -61,13 +62,13 @@ pl.DataFrame(rows, infer_schema_length=None).group_by("workload").agg(
 # ## Break-even payload sizes
 #
 # Computed by the function the benchmark stage uses
-# (`osiris.harness.benchmark.break_even_summary`): from the `breakeven` rows, the
+# (`osiris.harness.bench.tokens.break_even_summary`): from the `breakeven` rows, the
 # payload size where the net gain of adaptive OSIRIS crosses zero, interpolated
 # linearly between the two sizes that bracket it, for three measures. `None` means it
 # never crosses within the sizes run.
 
 # %%
-even = benchmark.break_even_summary(rows)
+even = tokens.break_even_summary(rows)
 even
 
 

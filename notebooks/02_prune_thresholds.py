@@ -59,10 +59,10 @@ repo, reports, traces_dir = setup(REPO, REPORTS)
 # %%
 import tempfile
 
-from osiris.harness.benchmark import run_matrix
-from osiris.harness.osiris_system import FollowAdvice, NeverPrune, OsirisSystem
-from osiris.harness.replay import RawSystem
-from osiris.harness.workloads import TraceWorkload
+from osiris.harness.bench.tokens import run_matrix
+from osiris.harness.systems.osiris_engine import FollowAdvice, NeverPrune, OsirisSystem
+from osiris.harness.replay.turns import RawSystem
+from osiris.harness.replay.workloads import TraceWorkload
 
 only = ("django__django", "pydicom") if QUICK else ()
 thresholds = (5_000, 20_000) if QUICK else (5_000, 10_000, 20_000, 40_000, 80_000)

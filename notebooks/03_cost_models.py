@@ -56,10 +56,10 @@ from osiris.config import Settings
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.tokens import default_counter
 from osiris.engine import Engine
-from osiris.harness import report
-from osiris.harness.benchmark import Matrix, run_matrix
-from osiris.harness.traces import find_traces, load_trace
-from osiris.harness.workloads import TraceWorkload
+from osiris.harness.reports import report
+from osiris.harness.bench.tokens import Matrix, run_matrix
+from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.replay.workloads import TraceWorkload
 from osiris.server.definitions import model_facing
 
 models = default_cost_models()
@@ -249,7 +249,7 @@ custom_frame = pl.DataFrame(custom_rows, infer_schema_length=None)
                                        default=99)))
 
 # %% [markdown]
-# The replay spaces turns 20 seconds apart (`osiris.harness.replay.TURN_SECONDS`), so
+# The replay spaces turns 20 seconds apart (`osiris.harness.replay.turns.TURN_SECONDS`), so
 # no cache entry outlives a 5-minute TTL between turns: the two hypothetical columns
 # should be equal (checked below), and what moves the bill is the read multiplier. A
 # TTL matters only when the agent idles longer than it (a human reading, a long test
@@ -257,7 +257,7 @@ custom_frame = pl.DataFrame(custom_rows, infer_schema_length=None)
 # raw under the custom model, per session (percent):
 
 # %%
-from osiris.harness.replay import TURN_SECONDS
+from osiris.harness.replay.turns import TURN_SECONDS
 
 same = custom_frame["billed_cost_hypothetical-30m"].equals(
     custom_frame["billed_cost_hypothetical-5m"])

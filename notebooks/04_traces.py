@@ -42,9 +42,9 @@ import re
 
 from osiris.config import Settings
 from osiris.core.tokens import default_counter
-from osiris.harness import report
-from osiris.harness.traces import find_traces, load_trace
-from osiris.harness.workloads import TraceWorkload
+from osiris.harness.reports import report
+from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.replay.workloads import TraceWorkload
 
 counter = default_counter()
 files = find_traces(traces_dir)
@@ -180,7 +180,7 @@ order = {name: i for i, (_, name) in enumerate(bands)}
 # ## Information needs per session
 #
 # The benchmark's needs, derived mechanically from each transcript (see
-# `osiris/harness/workloads.py`): a string of an output (path, identifier, number) that
+# `osiris/harness/replay/workloads.py`): a string of an output (path, identifier, number) that
 # the agent's later calls or messages use and that it had not seen before. Every system
 # must give each need back exactly. Shown with a few examples per session.
 

@@ -55,8 +55,8 @@ import tempfile
 
 from IPython.display import Markdown
 
-from osiris.harness.sessions import display_names
-from osiris.harness.traces import find_traces
+from osiris.harness.user_sessions import display_names
+from osiris.harness.importers.traces import find_traces
 
 workdir = Path(tempfile.mkdtemp(prefix="osiris-nb05-"))
 if REPLAY_DIR:

@@ -14,8 +14,9 @@ from osiris.config import Settings
 from osiris.errors import ConfigError, InvalidInputError, NotFoundError, OsirisError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-# osiris.harness.profiles.PROFILES and osiris.harness.retrieval.RETRIEVAL_MODELS, spelled
-# here so that the CLI's start-up imports nothing of the harness (a test keeps them equal).
+# osiris.harness.replay.profiles.PROFILES and
+# osiris.harness.replay.retrieval.RETRIEVAL_MODELS, spelled here so that the CLI's
+# start-up imports nothing of the harness (a test keeps them equal).
 CLIENT_PROFILES = ("claude-code", "codex", "agent-loop")
 RETRIEVAL_MODELS = ("visible", "paging", "exact")
 
@@ -97,7 +98,7 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     """Run the benchmark and regenerate the reports."""
     from pathlib import Path
 
-    from osiris.harness.bench import run
+    from osiris.harness.bench.runner import run
 
     repo = Path(args.repo).resolve()
     if not (repo / "datasets" / "traces").is_dir():
@@ -125,7 +126,7 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
     """Replay the user's own agent sessions: a table, ``--json``, and Parquet."""
     from pathlib import Path
 
-    from osiris.harness import sessions
+    from osiris.harness import user_sessions as sessions
 
     if args.schema:
         _print_json(sessions.schema())

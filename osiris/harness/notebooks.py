@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     action.add_argument("--sync", action="store_true", help="write each .ipynb from its .py")
     args = parser.parse_args(argv)
     if args.sync:
-        print("wrote", ", ".join(sync()))
+        sys.stderr.write(f"wrote {', '.join(sync())}\n")
         return 0
     stale = drift()
     if stale:

@@ -5,9 +5,9 @@ rollout file, mini-swe-agent, SWE-agent) is imported tolerantly (malformed lines
 unknown events and truncated files are skipped and counted) and replayed, in order,
 through raw, client-native (the bare client: the baseline), the oracle and OSIRIS,
 exactly as the benchmark replays its traces: inside the client that produced it (or
-the one ``--client`` names: :mod:`osiris.harness.profiles`), with OSIRIS given only the
+the one ``--client`` names: :mod:`osiris.harness.replay.profiles`), with OSIRIS given only the
 routing that client really has, and needs retrieved by ``--retrieval`` (``visible`` by
-default: :mod:`osiris.harness.retrieval`). OSIRIS also prechecks every call, so what
+default: :mod:`osiris.harness.replay.retrieval`). OSIRIS also prechecks every call, so what
 LoopGuard would have flagged comes with it. Where the transcript carries them, the
 system prompt is searched for volatile tokens (cache drift) and the provider's own usage
 is set beside our estimate.
@@ -34,19 +34,19 @@ from typing import Any, TextIO
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
 from osiris.core.volatile import find_volatile
-from osiris.harness.metrics import add_net_gains, row_of
-from osiris.harness.osiris_system import OsirisSystem
-from osiris.harness.profiles import native_profile, profile
-from osiris.harness.replay import (
+from osiris.harness.importers.traces import Trace, find_traces, load_trace
+from osiris.harness.replay.metrics import add_net_gains, row_of
+from osiris.harness.replay.profiles import native_profile, profile
+from osiris.harness.replay.retrieval import query_for
+from osiris.harness.replay.turns import (
     ClientNativeSystem,
     CountingCache,
     OracleSystem,
     RawSystem,
     ReplayBase,
 )
-from osiris.harness.retrieval import query_for
-from osiris.harness.traces import Trace, find_traces, load_trace
-from osiris.harness.workloads import NEED_KINDS, session_from_trace
+from osiris.harness.replay.workloads import NEED_KINDS, session_from_trace
+from osiris.harness.systems.osiris_engine import OsirisSystem
 
 SCHEMA_PATH = Path(__file__).with_name("data") / "replay.schema.json"
 SCHEMA_VERSION = "osiris-replay/2"

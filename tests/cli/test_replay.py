@@ -10,8 +10,8 @@ import jsonschema
 import pyarrow.parquet as pq
 import pytest
 
-from osiris.harness.sessions import schema
-from osiris.harness.traces import find_traces, load_trace
+from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.user_sessions import schema
 from tests.conftest import TRACES, run_cli
 from tests.harness.transcripts import claude_session_file, codex_rollout
 

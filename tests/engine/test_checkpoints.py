@@ -9,7 +9,7 @@ import pytest
 from osiris.engine import Engine
 from osiris.engine.audit import audit_task
 from osiris.errors import InvalidInputError, NotFoundError
-from osiris.harness.traces import find_traces, load_trace
+from osiris.harness.importers.traces import find_traces, load_trace
 from tests.conftest import TRACES
 
 

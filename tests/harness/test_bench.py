@@ -7,8 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from osiris.harness.owner_perf import sustained_rate
-from osiris.harness.report import body_of
+from osiris.harness.bench.owner import sustained_rate
+from osiris.harness.reports.report import body_of
 from tests.conftest import REPO, run_cli
 
 

@@ -15,7 +15,7 @@ from osiris.engine import Engine
 from osiris.engine.audit import audit_task
 from osiris.engine.health import collect_health
 from osiris.errors import InvalidInputError
-from osiris.harness.large_home import build_large_home, verify_large_home
+from osiris.harness.bench.large_home import build_large_home, verify_large_home
 from osiris.store.state import Store
 from tests.conftest import home_rows
 

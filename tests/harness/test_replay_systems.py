@@ -6,11 +6,11 @@ from pathlib import Path
 
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
-from osiris.harness.benchmark import break_even, run_matrix
-from osiris.harness.osiris_system import NeverPrune, OsirisSystem
-from osiris.harness.profiles import profile
-from osiris.harness.replay import ClientNativeSystem, CountingCache, OracleSystem, RawSystem
-from osiris.harness.workloads import Need, Session, Step, derive_trace_needs, sweep_needs
+from osiris.harness.bench.tokens import break_even, run_matrix
+from osiris.harness.replay.profiles import profile
+from osiris.harness.replay.turns import ClientNativeSystem, CountingCache, OracleSystem, RawSystem
+from osiris.harness.replay.workloads import Need, Session, Step, derive_trace_needs, sweep_needs
+from osiris.harness.systems.osiris_engine import NeverPrune, OsirisSystem
 
 COUNTING = CountingCache(default_counter())
 

@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from osiris.harness.clients.configs import OSIRIS, install
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
-from osiris.harness.clients.trace_script import COMPACT_MARKER
-from osiris.harness.model_script import (
+from osiris.harness.clients.model_script import (
     ANTHROPIC,
     FinalText,
     ModelRequest,
@@ -28,7 +26,9 @@ from osiris.harness.model_script import (
     prompt_text,
     tool_results,
 )
-from osiris.harness.model_server import ModelServer
+from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.clients.trace_script import COMPACT_MARKER
 from tests.harness.real_clients import TOOLS, require_client
 
 CODEX_ARGS = ("-m", "gpt-5-codex")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from osiris.config import Settings
-from osiris.harness.store_load import spawn as _spawn
+from osiris.harness.bench.store_load import spawn as _spawn
 from osiris.store import journal
 from osiris.store.state import Store
 from tests.conftest import run_cli

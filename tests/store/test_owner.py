@@ -22,7 +22,7 @@ from osiris import owner_wire
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings, settings_to_wire
 from osiris.engine.remote import RemoteEngine, query
-from osiris.harness.owner_load import kill_owners, owner_pid, spawn_observer, verify
+from osiris.harness.bench.owner_load import kill_owners, owner_pid, spawn_observer, verify
 from osiris.owner_wire import OwnerClient, socket_path
 from osiris.store.db import ask_owner_to_release
 from osiris.store.state import Store

@@ -1,7 +1,7 @@
 """The dashboard on a large home (reports/PERF.md): page latency, deep pages, and what
 its reads cost an MCP server writing to the same home at the same time.
 
-The home is built by :mod:`osiris.harness.large_home` (real engine activity copied
+The home is built by :mod:`osiris.harness.bench.large_home` (real engine activity copied
 across many tasks, with a valid journal chain); the dashboard runs as its own process
 (uvicorn), exactly as ``osiris-dashboard`` does, and is measured over real HTTP.
 """
@@ -19,12 +19,10 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from osiris.harness.bench.context import BenchContext, StageResult
 from osiris.harness.stats import median, ms, percentile
-
-if TYPE_CHECKING:
-    from osiris.harness.context import BenchContext
 
 WRITER = """
 import json, sys, time
@@ -120,9 +118,9 @@ def _writer_beside_dashboard(home: Path, base: str,
     return alone, beside, polls
 
 
-def stage_dashboard(ctx: BenchContext) -> None:
+def stage_dashboard(ctx: BenchContext) -> StageResult:
     """Build a large home, then time every page and the writer beside the dashboard."""
-    from osiris.harness.large_home import build_large_home
+    from osiris.harness.bench.large_home import build_large_home
 
     tasks, events = (300, 30_000) if ctx.quick else (10_000, 1_000_000)
     home = ctx.workdir / "dashboard-home"
@@ -188,22 +186,31 @@ def stage_dashboard(ctx: BenchContext) -> None:
                          ("dashboard polls during the writes", polls)):
         rows.append({"measure": name, "n": len(values), "median_s": median(values),
                      "p99_s": percentile(values, 99), "max_s": max(values, default=0.0)})
+    ctx.say(f"dashboard: overview median {ms(rows[0]['median_s'])} ms; writer median "
+            f"{ms(median(alone))} ms alone, {ms(median(beside))} ms beside the dashboard")
     # The home's size goes with every row: the README quotes it from the Parquet.
-    ctx.add_rows("dashboard_perf", [{**r, "tasks": tasks, "events": events,
-                                     "ledger_rows": counts["ledger"],
-                                     "db_bytes": built["db_bytes"]} for r in rows])
+    return StageResult(
+        tables={"dashboard_perf": [{**r, "tasks": tasks, "events": events,
+                                    "ledger_rows": counts["ledger"],
+                                    "db_bytes": built["db_bytes"]} for r in rows]},
+        perf_sections=[_section(rows, counts, db_mb, build_s)])
+
+
+def _section(rows: list[dict[str, Any]], counts: dict[str, int], db_mb: float,
+             build_s: float) -> str:
+    """PERF.md's section on the dashboard."""
     table = ["| measure | n | median ms | p99 ms | max ms | cached median ms |",
              "|---|---|---|---|---|---|"]
     table += [f"| {r['measure']} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} | "
               f"{ms(r['max_s'])} | "
               f"{ms(r['cached_median_s']) if r.get('cached_median_s') else '—'} |"
               for r in rows]
-    ctx.perf_sections.append("\n".join([
+    return "\n".join([
         "## Dashboard on a large home",
         "",
         f"A home of {counts['tasks']:,} tasks and {counts['events']:,} journal events "
         f"({counts['ledger']:,} ledger rows; DuckDB file {db_mb:,.0f} MB) built "
-        f"in {build_s:,.0f} s by `osiris.harness.large_home` from real engine activity. "
+        f"in {build_s:,.0f} s by `osiris.harness.bench.large_home` from real engine activity. "
         "`osiris-dashboard` ran as its own process, reading through the home's store "
         "owner; each page was requested over HTTP after one warm-up request. The first "
         "columns are pages computed from the "
@@ -215,6 +222,4 @@ def stage_dashboard(ctx: BenchContext) -> None:
         "the polls recompute).",
         "",
         *table,
-        ""]))
-    ctx.say(f"dashboard: overview median {ms(rows[0]['median_s'])} ms; writer median "
-            f"{ms(median(alone))} ms alone, {ms(median(beside))} ms beside the dashboard")
+        ""])

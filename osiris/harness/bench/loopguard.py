@@ -15,8 +15,8 @@ from typing import Any
 
 from osiris.config import Settings
 from osiris.engine import Engine
-from osiris.harness.osiris_system import loopguard_flag
-from osiris.harness.traces import Trace, find_traces, load_trace
+from osiris.harness.importers.traces import Trace, find_traces, load_trace
+from osiris.harness.systems.osiris_engine import loopguard_flag
 
 
 @dataclass

@@ -18,19 +18,17 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.core.client_hooks import HOOK_FIELDS
 from osiris.environ import process_environment
-from osiris.harness.owner_load import kill_owners, spawn_observer, verify
-from osiris.harness.owner_report import COLD_STARTS, HOST_LOOP, HOST_START, render
+from osiris.harness.bench.context import BenchContext, StageResult
+from osiris.harness.bench.owner_load import kill_owners, spawn_observer, verify
+from osiris.harness.reports.owner import COLD_STARTS, HOST_LOOP, HOST_START, render
 from osiris.harness.stats import median, percentile
 from osiris.store.db import ask_owner_to_release
-
-if TYPE_CHECKING:
-    from osiris.harness.context import BenchContext
 
 MODES = ("before", "after")
 
@@ -371,9 +369,10 @@ def kills(ctx: BenchContext, count: int) -> dict[str, Any]:
 
 # -- the stage -----------------------------------------------------------------------
 
-def stage_owner(ctx: BenchContext) -> None:
+def stage_owner(ctx: BenchContext) -> StageResult:
     """Before and after the store owner, every goal of the milliseconds issue."""
-    from osiris.harness.traces import real_text
+    result = StageResult()
+    from osiris.harness.importers.traces import real_text
 
     n = 20 if ctx.quick else 100
     host = host_calibration(10 if ctx.quick else 30)
@@ -394,9 +393,10 @@ def stage_owner(ctx: BenchContext) -> None:
     ctx.say(f"owner: {count} SIGKILLs under 3 writers")
     killed = kills(ctx, count)
     rows = host + engine_rows + large + stdio + starts + runs + load
-    ctx.add_rows("owner_perf", [dict(r) for r in rows])
-    ctx.add_rows("owner_kills", [killed])
-    ctx.perf_sections.append(render(rows, killed, n))
+    result.add_rows("owner_perf", [dict(r) for r in rows])
+    result.add_rows("owner_kills", [killed])
+    result.perf_sections.append(render(rows, killed, n))
+    return result
 
 
 def _host_loop() -> int:

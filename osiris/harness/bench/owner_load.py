@@ -1,6 +1,6 @@
 """Load and faults on a home served by its store owner (:mod:`osiris.owner`).
 
-``python -m osiris.harness.owner_load observe HOME NAME COUNT SIZE [STOP_FILE]`` starts
+``python -m osiris.harness.bench.owner_load observe HOME NAME COUNT SIZE [STOP_FILE]`` starts
 a task through the owner and sends COUNT distinct ``observe`` calls of SIZE bytes (or
 until STOP_FILE exists, when COUNT is 0), printing one JSON line per call only after
 the owner acknowledged it (``ack``), and one per call that failed (``lost``: the owner
@@ -91,7 +91,7 @@ def spawn_observer(home: Path, name: str, count: int, size: int,
                    stop: Path | None = None, env: dict[str, str] | None = None,
                    ) -> Observer:
     """Start a writer process of this module (``env``: its environment)."""
-    args = [sys.executable, "-m", "osiris.harness.owner_load", "observe", str(home), name,
+    args = [sys.executable, "-m", "osiris.harness.bench.owner_load", "observe", str(home), name,
             str(count), str(size)] + ([str(stop)] if stop else [])
     return Observer(args, env)
 
@@ -233,6 +233,6 @@ if __name__ == "__main__":
         observe_loop(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
                      Path(sys.argv[6]) if len(sys.argv) > 6 else None)
     else:
-        sys.stderr.write("usage: python -m osiris.harness.owner_load observe HOME NAME "
+        sys.stderr.write("usage: python -m osiris.harness.bench.owner_load observe HOME NAME "
                          "COUNT SIZE [STOP_FILE]\n")
         sys.exit(2)

@@ -17,7 +17,7 @@ from osiris.config import Settings
 from osiris.core.hashing import canonical_json
 from osiris.core.redaction import default_rules, scrub
 from osiris.engine import Engine
-from osiris.harness.traces import find_traces, load_trace
+from osiris.harness.importers.traces import find_traces, load_trace
 
 
 def scan_traces(traces_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:

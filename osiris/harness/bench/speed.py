@@ -9,21 +9,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from osiris.config import Settings
+from osiris.harness.bench.context import BenchContext, StageResult
+from osiris.harness.bench.store_load import run_load
+from osiris.harness.importers.traces import real_text
 from osiris.harness.stats import median, ms, percentile
-from osiris.harness.store_load import run_load
-from osiris.harness.traces import real_text
 from osiris.store.db import fetch_row
 from osiris.store.state import Store
 
-if TYPE_CHECKING:
-    from osiris.harness.context import BenchContext
 
-
-def stage_store(ctx: BenchContext) -> None:
+def stage_store(ctx: BenchContext) -> StageResult:
     """Transaction latency in one process, then writers and a reader in several."""
+    result = StageResult()
     home = ctx.workdir / "store-home"
     store = Store(Settings(home=home))
     n = 30 if ctx.quick else 200
@@ -56,12 +55,12 @@ def stage_store(ctx: BenchContext) -> None:
              "median_s": median(load.read_latencies_s),
              "p99_s": percentile(load.read_latencies_s, 99),
              "max_s": max(load.read_latencies_s, default=0.0)}]
-    ctx.add_rows("store_perf", rows)
+    result.add_rows("store_perf", rows)
     lost = writers * per_writer - load.writes_acknowledged
     table = ["| measure | n | median ms | p99 ms | max ms |", "|---|---|---|---|---|"]
     table += [f"| {r['measure']} | {r['n']} | {ms(r['median_s'])} | {ms(r['p99_s'])} | "
               f"{ms(r['max_s'])} |" for r in rows]
-    ctx.perf_sections.append("\n".join([
+    result.perf_sections.append("\n".join([
         "## Store: one DuckDB file, many processes",
         "",
         "Each write is one transaction (open, BEGIN, insert, COMMIT, close) under the "
@@ -76,6 +75,7 @@ def stage_store(ctx: BenchContext) -> None:
         f"{len(load.errors)} processes wrote to stderr.",
         "",
     ]))
+    return result
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -84,9 +84,10 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, value
 
 
-def stage_engine(ctx: BenchContext) -> None:
+def stage_engine(ctx: BenchContext) -> StageResult:
     """The manifest's size, sustained observe throughput and database growth (each
     operation's latency, before and after the store owner, is the owner stage's)."""
+    result = StageResult()
     from osiris.engine import Engine
 
     engine = Engine(Settings(home=ctx.workdir / "engine-home"), exclusive=True)
@@ -118,7 +119,7 @@ def stage_engine(ctx: BenchContext) -> None:
     per_k = 1000 / max(events_after - events_before, 1)
     growth = (used_after - used_before) * per_k
     file_growth = (file_after - file_before) * per_k
-    ctx.perf_sections.append("\n".join([
+    result.perf_sections.append("\n".join([
         "## Engine: manifest, throughput, growth",
         "",
         f"Manifest size: median {median(manifest_tokens):.0f} cl100k tokens "
@@ -133,12 +134,13 @@ def stage_engine(ctx: BenchContext) -> None:
         f"Resident memory of the benchmark process so far: {_rss_mib():,.0f} MiB (peak).",
         "",
     ]))
-    ctx.add_rows("engine_throughput", [{"observe_per_s": rates["before"],
+    result.add_rows("engine_throughput", [{"observe_per_s": rates["before"],
                                         "observe_per_s_held": rates["after"],
                                         "n": sustained_n,
                                         "db_bytes_per_1000_events": growth,
                                         "db_file_bytes_per_1000_events": file_growth,
                                         "peak_rss_mib": _rss_mib()}])
+    return result
 
 
 def _db_bytes(db: Any) -> tuple[int, int]:
@@ -159,8 +161,9 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def stage_payloads(ctx: BenchContext) -> None:
+def stage_payloads(ctx: BenchContext) -> StageResult:
     """observe of a 1 MB payload, recall(grep) over a 10 MB ref, bytes per snapshot."""
+    result = StageResult()
     from osiris.engine import Engine
 
     engine = Engine(Settings(home=ctx.workdir / "payload-home"))
@@ -206,8 +209,8 @@ def stage_payloads(ctx: BenchContext) -> None:
         {"measure": "snapshot_bytes_new_unchanged", "n": len(idle),
          "median_s": 0.0, "p99_s": 0.0, "bytes": int(median(idle))},
     ]
-    ctx.add_rows("payload_perf", rows)
-    ctx.perf_sections.append("\n".join([
+    result.add_rows("payload_perf", rows)
+    result.perf_sections.append("\n".join([
         "## Payloads: externalize, recall, snapshot",
         "",
         "Real tool output from `datasets/traces/` concatenated to size; each observe gets a "
@@ -226,10 +229,12 @@ def stage_payloads(ctx: BenchContext) -> None:
         "the ledger-derived budget part). Unchanged parts are shared between snapshots.",
         "",
     ]))
+    return result
 
 
-def stage_mcp(ctx: BenchContext) -> None:
+def stage_mcp(ctx: BenchContext) -> StageResult:
     """Tool-definition footprint and the stdio server's cold start to its first tools/list."""
+    result = StageResult()
     import asyncio
     import sys
 
@@ -251,16 +256,16 @@ def stage_mcp(ctx: BenchContext) -> None:
             return time.perf_counter() - started
 
     starts = [asyncio.run(cold_start()) for _ in range(runs)]
-    ctx.add_rows("mcp_perf", [
+    result.add_rows("mcp_perf", [
         {"measure": "footprint_total_tokens", "value": fp["total_tokens"], "n": 1},
         {"measure": "footprint_pretty_tokens", "value": fp["pretty_json_total_tokens"], "n": 1},
         {"measure": "dispatch_only_tokens", "value": fp["dispatch_only_tokens"], "n": 1},
         {"measure": "instructions_tokens", "value": fp["instructions_tokens"], "n": 1},
         {"measure": "stdio_cold_start_median_s", "value": median(starts), "n": runs},
         {"measure": "stdio_cold_start_p99_s", "value": percentile(starts, 99), "n": runs}])
-    ctx.documents["FOOTPRINT.json"] = __import__("json").dumps(fp, indent=2)
+    result.documents["FOOTPRINT.json"] = __import__("json").dumps(fp, indent=2)
     per_tool = ", ".join(f"{t['name']} {t['tokens']}" for t in fp["tools"])
-    ctx.perf_sections.append("\n".join([
+    result.perf_sections.append("\n".join([
         "## MCP server",
         "",
         f"- Tool definitions: **{fp['total_tokens']} cl100k tokens** for the six tools "
@@ -276,11 +281,12 @@ def stage_mcp(ctx: BenchContext) -> None:
         "cold-start table below has each case).",
         "",
     ]))
+    return result
 
 
 def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """PreToolUse/PostToolUse payloads for the calls of the bundled Claude Code traces."""
-    from osiris.harness.traces import find_traces, load_trace
+    from osiris.harness.importers.traces import find_traces, load_trace
 
     out: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for path in find_traces(repo / "datasets" / "traces"):
@@ -300,16 +306,18 @@ def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-def stage_hooks(ctx: BenchContext) -> None:
+def stage_hooks(ctx: BenchContext) -> StageResult:
     """Client hooks, before and after the store owner: the command hook's round trip
     (process start included) and the in-server path of an ``mcp_tool`` hook."""
-    from osiris.harness.owner_perf import hook_round_trips
-    from osiris.harness.owner_report import render_hooks
+    result = StageResult()
+    from osiris.harness.bench.owner import hook_round_trips
+    from osiris.harness.reports.owner import render_hooks
 
     n = 10 if ctx.quick else 100
     calls = _hook_payloads(ctx.repo)[:n]
     ctx.say(f"hooks: {len(calls)} PreToolUse + PostToolUse command hooks and in-server "
             "prechecks, each way")
     rows = hook_round_trips(ctx, calls)
-    ctx.add_rows("hook_perf", rows)
-    ctx.perf_sections.append(render_hooks(rows))
+    result.add_rows("hook_perf", rows)
+    result.perf_sections.append(render_hooks(rows))
+    return result

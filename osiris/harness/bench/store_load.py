@@ -1,6 +1,6 @@
 """Multi-process load on one OSIRIS home: the store's concurrency, exercised for real.
 
-``python -m osiris.harness.store_load write HOME TASK COUNT SIZE`` stores COUNT
+``python -m osiris.harness.bench.store_load write HOME TASK COUNT SIZE`` stores COUNT
 payloads for TASK through the real store, printing one JSON line per write only
 after it committed; ``read HOME SECONDS`` reads and verifies the journal in a loop.
 The tests kill and count these processes; the benchmark times them.
@@ -74,7 +74,7 @@ def read_loop(home: Path, seconds: float) -> None:
 
 def spawn(*args: str) -> subprocess.Popen[str]:
     """Start a worker process of this module."""
-    return subprocess.Popen([sys.executable, "-m", "osiris.harness.store_load", *args],
+    return subprocess.Popen([sys.executable, "-m", "osiris.harness.bench.store_load", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

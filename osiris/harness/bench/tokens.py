@@ -3,7 +3,7 @@
 :func:`run_matrix` is the whole benchmark in one call and the research seam: pass
 your own workload, systems (an OSIRIS system with another pruning policy or other
 settings, say) and cost models, get rows back, and render them with
-:mod:`osiris.harness.report`.
+:mod:`osiris.harness.reports.report`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.harness.metrics import add_net_gains, row_of
-from osiris.harness.osiris_system import OsirisSystem
-from osiris.harness.profiles import PROFILES, native_profile, profile
-from osiris.harness.replay import (
+from osiris.harness.replay.metrics import add_net_gains, row_of
+from osiris.harness.replay.profiles import PROFILES, native_profile, profile
+from osiris.harness.replay.retrieval import RETRIEVAL_MODELS
+from osiris.harness.replay.turns import (
     TURN_SECONDS,
     ClientNativeSystem,
     CountingCache,
@@ -28,8 +28,8 @@ from osiris.harness.replay import (
     RawSystem,
     System,
 )
-from osiris.harness.retrieval import RETRIEVAL_MODELS
-from osiris.harness.workloads import Session, SweepWorkload, TraceWorkload, dataset_hashes
+from osiris.harness.replay.workloads import Session, SweepWorkload, TraceWorkload, dataset_hashes
+from osiris.harness.systems.osiris_engine import OsirisSystem
 
 BREAK_EVEN_SIZES = (100, 150, 200, 300, 400, 600, 800, 1_200)
 SYSTEMS = ("raw", "client-native", "oracle", "osiris-fixed", "osiris-adaptive")
@@ -73,7 +73,7 @@ def run_matrix(sessions: Iterable[Session], systems: Sequence[System], *,
     for all), once per retrieval model of ``retrievals``. A system that has no
     integration with a client (a peer library in Claude Code, say) is left out of that
     client's rows. ``params`` label the rows; ``turn_seconds`` among them also sets the
-    replay's turn spacing (default :data:`~osiris.harness.replay.TURN_SECONDS`).
+    replay's turn spacing (default :data:`~osiris.harness.replay.turns.TURN_SECONDS`).
     """
     params = {"turn_seconds": TURN_SECONDS, **(params or {})}
     turn_seconds = float(params["turn_seconds"])

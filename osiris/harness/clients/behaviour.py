@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from osiris.harness.clients.configs import BARE
 from osiris.harness.clients.heads import added_texts, label_of, size_of
+from osiris.harness.clients.model_script import FinalText, ToolCall, tool_results
 from osiris.harness.clients.run import CLAUDE_CODE, Workspace
-from osiris.harness.model_script import FinalText, ToolCall, tool_results
 
 if TYPE_CHECKING:
     from osiris.harness.clients.measurer import Measurer

@@ -1,8 +1,8 @@
 """Measure the real clients' prompt heads and behaviour: ``osiris/harness/data/client_heads.json``.
 
-``python -m osiris.harness.client_heads --out osiris/harness/data/client_heads.json``
+``python -m osiris.harness.clients.capture --out osiris/harness/data/client_heads.json``
 runs Claude Code and Codex (``.ci/install-node-tools``) offline against the scripted
-model (:mod:`osiris.harness.model_server`) and records, in cl100k tokens and bytes:
+model (:mod:`osiris.harness.clients.model_server`) and records, in cl100k tokens and bytes:
 
 * ``heads`` — the first request of a session whose prompt is ``hi`` (the model answers
   at once), for each model (the client's default and the model of the bundled traces)
@@ -36,6 +36,7 @@ from osiris.harness.clients import behaviour
 from osiris.harness.clients.configs import BARE, CONFIGURATIONS
 from osiris.harness.clients.heads import added_since, delta, measure_head
 from osiris.harness.clients.measurer import PROMPT, TRACE_MODELS, Measurer
+from osiris.harness.clients.model_script import Action, FinalText, ToolCall
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
     CLIENTS,
@@ -45,11 +46,10 @@ from osiris.harness.clients.run import (
     Tools,
     Workspace,
 )
-from osiris.harness.model_script import Action, FinalText, ToolCall
 
 logger = logging.getLogger(__name__)
 
-DATA_FILE = Path(__file__).resolve().parent / "data" / "client_heads.json"
+DATA_FILE = Path(__file__).resolve().parents[1] / "data" / "client_heads.json"
 SCHEMA_VERSION = 1
 DEFAULT_ROOT = Path("/tmp/osiris-clients")  # noqa: S108 - fixed on purpose: it reaches the prompts
 HOOK_MODELS = {CLAUDE_CODE: None, CODEX: TRACE_MODELS[CODEX]}
@@ -241,8 +241,8 @@ HOW = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m osiris.harness.client_heads --out FILE``."""
-    parser = argparse.ArgumentParser(prog="python -m osiris.harness.client_heads",
+    """``python -m osiris.harness.clients.capture --out FILE``."""
+    parser = argparse.ArgumentParser(prog="python -m osiris.harness.clients.capture",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DATA_FILE)
     parser.add_argument("--repo", type=Path, default=Path.cwd(),

@@ -1,5 +1,5 @@
 """Runs the real clients' sessions in one fixed scratch directory and measures them
-(:class:`Measurer`): what :mod:`osiris.harness.client_heads` and
+(:class:`Measurer`): what :mod:`osiris.harness.clients.capture` and
 :mod:`osiris.harness.clients.behaviour` drive."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 from osiris.core.tokens import TokenCounter
 from osiris.harness.clients.configs import install
 from osiris.harness.clients.heads import Head, Neutraliser, measure_head
+from osiris.harness.clients.model_script import Action, ScriptedTurns
+from osiris.harness.clients.model_server import ModelServer
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
     CODEX,
@@ -20,10 +22,8 @@ from osiris.harness.clients.run import (
     Workspace,
     run_client,
 )
-from osiris.harness.model_script import Action, ScriptedTurns
-from osiris.harness.model_server import ModelServer
 
-logger = logging.getLogger("osiris.harness.client_heads")
+logger = logging.getLogger("osiris.harness.clients.capture")
 
 PROMPT = "hi"
 TRACE_MODELS = {CLAUDE_CODE: "claude-sonnet-4-5-20250929", CODEX: "gpt-5-codex"}

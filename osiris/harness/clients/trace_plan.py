@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from osiris.harness.clients.run import CODEX, MINI_SWE_AGENT
-from osiris.harness.workloads import Session
+from osiris.harness.replay.workloads import Session
 
 SKIPPED_TOOLS = {
     "WebFetch": "needs the network", "WebSearch": "needs the network",

@@ -1,6 +1,6 @@
 """A real trace played by the scripted model inside a real client, honestly.
 
-:func:`plan` turns an imported session (:func:`osiris.harness.workloads.session_from_trace`,
+:func:`plan` turns an imported session (:func:`osiris.harness.replay.workloads.session_from_trace`,
 needs derived by its mechanical rule) into the calls the model will issue, in the
 trace's order, with the trace's working directory mapped onto the unpacked workspace
 (:class:`PathMap`) and each tool named as the live client names it (Claude Code keeps its
@@ -19,16 +19,16 @@ final answer) it looks at the prompt it has just received:
   agent's (npm runs offline, tests fail differently), the same way in every
   configuration;
 * any other need must be **retrieved** with the tools the configuration really offers,
-  choosing the query by the ``visible`` rule (:func:`osiris.harness.retrieval.query_for`:
+  choosing the query by the ``visible`` rule (:func:`osiris.harness.replay.retrieval.query_for`:
   the longest substring of the need, at least 4 characters, visible in that prompt): a
   file (a ``Read``, an edit, a persisted Bash output) is searched with ``Grep`` (Codex:
   ``grep -n -F``), then paged with ``Read`` offset/limit (Codex: ``sed -n``) in
-  :data:`~osiris.harness.retrieval.WINDOW_LINES`-line windows from a little above the
+  :data:`~osiris.harness.replay.retrieval.WINDOW_LINES`-line windows from a little above the
   first line the search found (then the lines above it), as an agent reading the
   search's line numbers would; a command's output is searched by running the command
   again through ``grep -n -F``, then paged through ``sed -n`` the same way; a
   ``Grep``/``Glob`` result by issuing it again. Each retrieval call is counted; after
-  :data:`~osiris.harness.retrieval.MAX_CALLS` calls the need is **lost**.
+  :data:`~osiris.harness.replay.retrieval.MAX_CALLS` calls the need is **lost**.
 
 A need whose source result is an OSIRIS preview (its footer names the ref and says to
 ``osiris_recall`` it) is fetched with ``osiris_recall`` on that ref when the client
@@ -52,9 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.clients.run import CLAUDE_CODE, MINI_SWE_AGENT
-from osiris.harness.clients.trace_plan import PathMap, Planned
-from osiris.harness.model_script import (
+from osiris.harness.clients.model_script import (
     OPENAI,
     Action,
     FinalText,
@@ -66,8 +64,10 @@ from osiris.harness.model_script import (
     results_by_id,
     tool_names,
 )
-from osiris.harness.retrieval import MAX_CALLS, WINDOW_LINES, query_for
-from osiris.harness.workloads import Need, Session
+from osiris.harness.clients.run import CLAUDE_CODE, MINI_SWE_AGENT
+from osiris.harness.clients.trace_plan import PathMap, Planned
+from osiris.harness.replay.retrieval import MAX_CALLS, WINDOW_LINES, query_for
+from osiris.harness.replay.workloads import Need, Session
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """The command that ends a mini-swe-agent run (its local environment's convention)."""

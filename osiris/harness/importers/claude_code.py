@@ -1,6 +1,6 @@
 """Claude Code transcripts: Agent SDK stream-json and ``~/.claude/projects`` session files.
 
-See :mod:`osiris.harness.traces` for what is recorded (responses, task prompts,
+See :mod:`osiris.harness.importers.traces` for what is recorded (responses, task prompts,
 compactions) and how masked tool ids are paired.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.trace_records import (
+from osiris.harness.importers.records import (
     Compaction,
     Trace,
     TraceStep,

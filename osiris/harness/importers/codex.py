@@ -1,6 +1,6 @@
 """Codex CLI transcripts: ``codex exec --json`` logs and ``~/.codex/sessions`` rollouts.
 
-See :mod:`osiris.harness.traces` for what is recorded (responses, task prompts).
+See :mod:`osiris.harness.importers.traces` for what is recorded (responses, task prompts).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.trace_records import Trace, TraceStep, content_text, json_lines
+from osiris.harness.importers.records import Trace, TraceStep, content_text, json_lines
 
 
 @dataclass

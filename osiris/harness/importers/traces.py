@@ -26,7 +26,7 @@ and, for Claude Code, where the client compacted its history (:attr:`Trace.compa
   rollouts: the first ``user_message`` event (else the first user message that is not
   environment context or user instructions). Stream-json and ``exec --json`` logs do
   not carry the prompt: a ``prompt.txt`` beside the log is read instead
-  (:mod:`osiris.harness.task_prompts`).
+  (:mod:`osiris.harness.importers.task_prompts`).
 * **Masked ids.** Some logs mask every tool id as ``[REDACTED_TOKEN]``. Calls are kept
   in order (never keyed by id); a result pairs with its call by id when exactly one
   call carries that id and it has no output yet, else with the oldest call that has
@@ -40,10 +40,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.claude_log import import_claude_code
-from osiris.harness.codex_log import import_codex
-from osiris.harness.task_prompts import companion_task_prompt, is_companion
-from osiris.harness.trace_records import Compaction, Trace, TraceStep, block_text
+from osiris.harness.importers.claude_code import import_claude_code
+from osiris.harness.importers.codex import import_codex
+from osiris.harness.importers.records import Compaction, Trace, TraceStep, block_text
+from osiris.harness.importers.task_prompts import companion_task_prompt, is_companion
 
 __all__ = ["FORMATS", "Compaction", "Trace", "TraceStep", "detect_format", "find_traces",
            "load_trace"]

@@ -7,8 +7,8 @@ from typing import Any
 
 from osiris.core.cache_sim import simulate
 from osiris.core.cost_models import CostModel
-from osiris.harness.replay import ReplayResult
-from osiris.harness.workloads import NEED_KINDS
+from osiris.harness.replay.turns import ReplayResult
+from osiris.harness.replay.workloads import NEED_KINDS
 
 
 def row_of(result: ReplayResult, models: tuple[CostModel, ...],

@@ -1,7 +1,7 @@
 """Replaying a session through a system, inside a client: the prompt, turn by turn.
 
 The prompt at each turn is the head — the client's own system prompt and tool
-definitions (measured: :mod:`osiris.harness.profiles`), what the system adds to it
+definitions (measured: :mod:`osiris.harness.replay.profiles`), what the system adds to it
 (OSIRIS's tool definitions and instructions, a peer's), the agent framework's system
 prompt and the task — followed by the history the system retains (BENCHMARK.md §2).
 A turn is one model call: before each tool call, before each retrieval turn, and once
@@ -16,7 +16,7 @@ every system alike.
 
 When a later step needs a string from an earlier output (a :class:`Need`) that the
 prompt no longer holds, the scripted agent retrieves it by the rule of
-:mod:`osiris.harness.retrieval` — with only what it can see — through the system's
+:mod:`osiris.harness.replay.retrieval` — with only what it can see — through the system's
 own means or the client's, and every call and answer is charged to the system.
 """
 
@@ -33,8 +33,8 @@ from typing import Any, Protocol
 
 from osiris.core.cache_sim import Prompt, Segment
 from osiris.core.tokens import TokenCounter
-from osiris.harness.profiles import ClientProfile, native_profile
-from osiris.harness.retrieval import (
+from osiris.harness.replay.profiles import ClientProfile, native_profile
+from osiris.harness.replay.retrieval import (
     MAX_CALLS,
     RETRIEVAL_MODELS,
     WINDOW_LINES,
@@ -42,7 +42,7 @@ from osiris.harness.retrieval import (
     query_for,
     window,
 )
-from osiris.harness.workloads import Need, Session, Step
+from osiris.harness.replay.workloads import Need, Session, Step
 
 TURN_SECONDS = 20.0
 #: Most matching lines a client Grep (or ``grep -n``) answer shows before it is cut.

@@ -63,8 +63,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from osiris.core.tokens import TokenCounter
+from osiris.harness.importers.traces import Compaction, Trace, find_traces, load_trace
 from osiris.harness.runmeta import file_sha256
-from osiris.harness.traces import Compaction, Trace, find_traces, load_trace
 
 __all__ = ["CLIENTS", "NEED_KINDS", "SWEEP_SIZES", "SYSTEM_PROMPT", "Compaction", "Need",
            "NeedCounts", "Session", "Step", "SweepWorkload", "TraceWorkload", "Workload",

@@ -1,5 +1,5 @@
 """The store owner's section of reports/PERF.md, rendered from the rows
-:mod:`osiris.harness.owner_perf` measured (before and after, one run)."""
+:mod:`osiris.harness.bench.owner` measured (before and after, one run)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.report import SEED, SYSTEMS, select_rows, short_name, systems_in
+from osiris.harness.reports.report import SEED, SYSTEMS, select_rows, short_name, systems_in
 
 
 def plots(rows: list[dict[str, Any]], out: Path) -> list[Path]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.report import (
+from osiris.harness.reports.report import (
     CLIENT_COST_MODEL,
     CLIENT_ORDER,
     SEED,
@@ -545,7 +545,7 @@ def write_readme(readme: Path, reports: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m osiris.harness.readme_blocks [REPO]``: rewrite REPO/README.md's blocks
+    """``python -m osiris.harness.reports.readme_blocks [REPO]``: rewrite REPO/README.md's blocks
     from REPO/reports without running the benchmark (after editing a block's wording)."""
     import sys
 

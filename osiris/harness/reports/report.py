@@ -399,7 +399,7 @@ def _osiris_fixed_cost(rows: list[dict[str, Any]], footprint: dict[str, Any]) ->
 
 def _profile_lines(rows: list[dict[str, Any]]) -> list[str]:
     """What each client profile of the run models, from the profiles themselves."""
-    from osiris.harness.profiles import profile
+    from osiris.harness.replay.profiles import profile
 
     present = [c for c in CLIENT_ORDER if any(r.get("client") == c for r in rows)]
     lines = []
@@ -444,16 +444,17 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
         "",
         "How it is measured (BENCHMARK.md): each real session is replayed turn by turn "
         "inside the client that produced it, modelled as it really behaves "
-        "(`osiris/harness/profiles.py`): its measured prompt head re-sent every turn, its own "
-        "cuts of large outputs, its compaction, whether anything may be evicted, and only the "
-        "routing OSIRIS really has there. Every system — raw (outputs as logged), "
+        "(`osiris/harness/replay/profiles.py`): its measured prompt head re-sent every turn, "
+        "its own cuts of large outputs, its compaction, whether anything may be evicted, and "
+        "only the routing OSIRIS really has there. Every system — raw (outputs as logged), "
         "client-native (the bare client, the baseline of every gain below), the oracle, "
         "OSIRIS and the peers — runs under the same client. When a later step needs a string "
         "of an earlier output that the prompt no longer shows, the scripted agent retrieves "
         "it with only what it can see (`visible`: the longest substring of the need, at least "
         "4 characters, visible in its prompt, then paging), each call charged "
-        "(`osiris/harness/retrieval.py`); `paging` is a lower bound and `exact` (searching for "
-        "the need itself) an upper bound. Turns are 20 s apart for the cache simulator.",
+        "(`osiris/harness/replay/retrieval.py`); `paging` is a lower bound and `exact` "
+        "(searching for the need itself) an upper bound. Turns are 20 s apart for the cache "
+        "simulator.",
         "",
         *_profile_lines(rows),
         "",

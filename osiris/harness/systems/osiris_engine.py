@@ -1,5 +1,5 @@
 """OSIRIS as a benchmark system: the real engine, in process, with only the routing
-the client really gives it (:mod:`osiris.harness.profiles`):
+the client really gives it (:mod:`osiris.harness.replay.profiles`):
 
 * ``outputs`` (an agent loop that owns its history): every output goes through
   ``observe``; a bystander payload stays verbatim, an externalized one is replaced by
@@ -35,10 +35,10 @@ from osiris.core.operating_context import DOCTRINE
 from osiris.core.routing import run_footer
 from osiris.engine import Engine
 from osiris.errors import InvalidInputError
-from osiris.harness.profiles import PROFILES
-from osiris.harness.replay import Context, HeadPart, Item, ReplayBase, ReplayClock
-from osiris.harness.retrieval import WINDOW_LINES, Exchange, window
-from osiris.harness.workloads import Session, Step
+from osiris.harness.replay.profiles import PROFILES
+from osiris.harness.replay.retrieval import WINDOW_LINES, Exchange, window
+from osiris.harness.replay.turns import Context, HeadPart, Item, ReplayBase, ReplayClock
+from osiris.harness.replay.workloads import Session, Step
 from osiris.server.answers import text_of
 from osiris.server.definitions import model_facing
 

@@ -11,7 +11,7 @@ stdout::
     {"op": "page", "handles": [...], "k": 0}  -> {"exchange": [call, answer] or null}
 
 Neither peer can search a kept output (the scripted agent then uses the client's own
-search, :mod:`osiris.harness.retrieval`); ``page`` is each one's own way back:
+search, :mod:`osiris.harness.replay.retrieval`); ``page`` is each one's own way back:
 contextweaver shows an artifact in 200-line windows (``tool_view``), headroom expands a
 hash marker to the whole original (``headroom_retrieve``), one marker per page.
 """

@@ -2,7 +2,7 @@
 
 * ``contextweaver`` and ``headroom-ai`` (PyPI) run in their own virtual environment
   (``.tools/peers-venv``: they pin an older ``mcp`` than OSIRIS) through
-  :mod:`osiris.harness.peer_worker`;
+  :mod:`osiris.harness.systems.peer_worker`;
 * ``context-mode`` (npm) is an MCP server on Node 22 (``.tools/context-mode``), driven
   by the MCP client of the SDK: each output is indexed with ``ctx_index`` and every
   need searched with ``ctx_search``.
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.profiles import delta_tokens, measured
-from osiris.harness.replay import Context, HeadPart, Item, ReplayBase
-from osiris.harness.retrieval import Exchange
-from osiris.harness.workloads import Session, Step
+from osiris.harness.replay.profiles import delta_tokens, measured
+from osiris.harness.replay.retrieval import Exchange
+from osiris.harness.replay.turns import Context, HeadPart, Item, ReplayBase
+from osiris.harness.replay.workloads import Session, Step
 
 WORKER = Path(__file__).with_name("peer_worker.py")
 PYTHON_PEERS = ("contextweaver", "headroom")
@@ -98,7 +98,7 @@ def _peer_env(home: Path) -> dict[str, str]:
 
 
 class WorkerPeer(ReplayBase):
-    """A Python peer behind :mod:`osiris.harness.peer_worker`."""
+    """A Python peer behind :mod:`osiris.harness.systems.peer_worker`."""
 
     def __init__(self, name: str, python: Path, home: Path) -> None:
         self.name = name

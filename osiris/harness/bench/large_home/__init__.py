@@ -35,7 +35,7 @@ else that reads a home) can be measured at scale. How:
    journal witness is written after the commit, as :class:`~osiris.store.state.Store`
    does.
 
-Run it as ``python -m osiris.harness.large_home HOME --tasks 10000 --events 1000000``.
+Run it as ``python -m osiris.harness.bench.large_home HOME --tasks 10000 --events 1000000``.
 
 The stages are modules: ``payloads`` and ``templates`` (1), ``compile`` (2), ``plan``
 and ``render`` (3), ``build`` (4, and the summary, the verification and the command
@@ -44,13 +44,13 @@ line); ``common`` holds what they share.
 
 from __future__ import annotations
 
-from osiris.harness.large_home.build import (
+from osiris.harness.bench.large_home.build import (
            build_large_home,
            main,
            summarize_home,
            verify_large_home,
 )
-from osiris.harness.large_home.common import TEMPLATE_SEQ_BASE, TEMPLATE_T0_US, Progress
+from osiris.harness.bench.large_home.common import TEMPLATE_SEQ_BASE, TEMPLATE_T0_US, Progress
 
 __all__ = ["TEMPLATE_SEQ_BASE", "TEMPLATE_T0_US", "Progress", "build_large_home", "main",
            "summarize_home", "verify_large_home"]

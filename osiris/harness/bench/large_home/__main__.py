@@ -1,5 +1,5 @@
-"""``python -m osiris.harness.large_home HOME --tasks N --events M``."""
+"""``python -m osiris.harness.bench.large_home HOME --tasks N --events M``."""
 
-from osiris.harness.large_home.build import main
+from osiris.harness.bench.large_home.build import main
 
 raise SystemExit(main())

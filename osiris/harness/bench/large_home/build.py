@@ -15,11 +15,11 @@ from typing import Any
 from osiris.config import Settings
 from osiris.core.hashing import GENESIS_HASH, journal_event_hash
 from osiris.errors import InvalidInputError
-from osiris.harness.large_home.common import Progress
-from osiris.harness.large_home.compile import _COLUMNS, _compile, _Unit
-from osiris.harness.large_home.plan import _Copy, _number_events, _plan_copies
-from osiris.harness.large_home.render import _Renderer, _Sink
-from osiris.harness.large_home.templates import _SESSION_GROUPS, _run_templates, _Templates
+from osiris.harness.bench.large_home.common import Progress
+from osiris.harness.bench.large_home.compile import _compile, _Unit, columns
+from osiris.harness.bench.large_home.plan import _Copy, _number_events, _plan_copies
+from osiris.harness.bench.large_home.render import _Renderer, _Sink
+from osiris.harness.bench.large_home.templates import _SESSION_GROUPS, _run_templates, _Templates
 from osiris.store import journal
 from osiris.store.db import fetch_row
 from osiris.store.refs import RefStore
@@ -97,14 +97,14 @@ def _insert(store: Store, templates: _Templates, sink: _Sink, events: dict[str, 
                                     "build a large home into an empty home")
         for done, name in enumerate(_INSERT_ORDER):
             report("insert", done, len(_INSERT_ORDER) + 1)
-            columns = tables.pop(name)
-            cols = ", ".join(columns if name == "events" else _COLUMNS[name])
+            values_of = tables.pop(name)
+            cols = ", ".join(values_of if name == "events" else columns(name))
             order = ""
             if name in ("ledger", "usage_reports"):  # ids follow the journal
-                columns["ord"] = list(range(len(columns["ts_us"])))
+                values_of["ord"] = list(range(len(values_of["ts_us"])))
                 order = " ORDER BY event_seq, ord"
-            arrow = pa.table(columns)
-            for values in columns.values():
+            arrow = pa.table(values_of)
+            for values in values_of.values():
                 values.clear()
             con.register("bulk_rows", arrow)
             con.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM bulk_rows{order}")  # noqa: S608
@@ -289,9 +289,9 @@ def verify_large_home(home: Path, *, sample: int = 5, seed: int = 0) -> dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m osiris.harness.large_home HOME --tasks N --events M``."""
+    """``python -m osiris.harness.bench.large_home HOME --tasks N --events M``."""
     parser = argparse.ArgumentParser(
-        prog="python -m osiris.harness.large_home",
+        prog="python -m osiris.harness.bench.large_home",
         description="Build a large, valid OSIRIS home (for dashboard measurements).")
     parser.add_argument("home", type=Path, help="an empty (or new) OSIRIS home directory")
     parser.add_argument("--tasks", type=int, default=10_000)

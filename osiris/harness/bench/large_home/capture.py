@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from osiris.engine import Engine
-from osiris.harness.large_home.common import TEMPLATE_T0_US
+from osiris.harness.bench.large_home.common import TEMPLATE_T0_US
 from osiris.store.db import fetch_row
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -11,8 +12,9 @@ from typing import Any
 from osiris.core.hashing import sha256_hex
 from osiris.core.prefix import compute_zones
 from osiris.core.task_state import TaskState
-from osiris.harness.large_home.capture import _Capture
-from osiris.harness.large_home.common import _TIME_SPAN_US, TEMPLATE_SEQ_BASE, TEMPLATE_T0_US
+from osiris.harness.bench.large_home.capture import _Capture
+from osiris.harness.bench.large_home.common import _TIME_SPAN_US, TEMPLATE_SEQ_BASE, TEMPLATE_T0_US
+from osiris.store.migrations import table_columns
 
 CText = str | tuple[str, tuple[str, ...]]
 """A template text: plain, or a ``str.format`` pattern and the tokens filling its ``{}``."""
@@ -21,31 +23,21 @@ _MARK = "\ue000{}\ue001"
 _TOKEN = re.compile(r"\ue000\d+\ue001|(?<![0-9A-Za-z_.])(?:[0-9a-f]{64}|[0-9a-f]{24}|\d{16}|\d{8})"
                     r"(?![0-9A-Za-z_])")
 
-# Column roles per table: times and sequence numbers are mapped, the rest copied or,
-# for texts, rendered. ``id`` columns come from the database's sequences.
-_COLUMNS: dict[str, tuple[str, ...]] = {
-    "events": ("seq", "ts_us", "task_id", "actor", "kind", "body"),
-    "ledger": ("ts_us", "task_id", "event_seq", "kind", "ref", "tokens", "encoding",
-               "saved_claimed", "saved_proven", "overhead_tokens", "detail", "cost_model",
-               "cost_usd", "context_tokens"),
-    "calls": ("task_id", "seq", "ts_us", "tool", "args_hash", "family", "fingerprint",
-              "result_digest", "ref", "is_error", "error_signature", "error_text", "mutating",
-              "novel", "targets", "paths"),
-    "usage_reports": ("ts_us", "task_id", "event_seq", "provider", "prompt_tokens",
-                      "cache_read_tokens", "cache_write_tokens", "output_tokens",
-                      "estimated_prompt_tokens", "raw"),
-    "task_refs": ("task_id", "ref", "created_us", "via"),
-    "memory": ("entry_id", "scope", "scope_id", "kind", "key", "value", "task_id",
-               "created_us"),
-    "tasks": ("task_id", "created_us", "updated_us", "objective", "project_id", "agent_id",
-              "parent_task_id", "status", "state", "state_hash", "owner"),
-    "tool_results": ("task_id", "cache_key", "tool", "args_hash", "ref", "size_bytes",
-                     "tokens", "ttl_s", "created_us", "hits"),
-    "failures": ("task_id", "signature", "tool", "last_args_hash", "attempts", "first_us",
-                 "last_us", "resolved", "lesson", "error_text"),
-    "handoffs": ("handoff_id", "parent_task_id", "child_task_id", "status", "contract",
-                 "result", "created_us", "updated_us"),
-}
+# The tables a large home fills, with the columns written from the templates: the schema's
+# own (osiris.store.migrations.table_columns), less those a sequence fills and the journal's
+# hash chain, which the build computes. Times and sequence numbers are mapped, the rest
+# copied or, for texts, rendered.
+_TABLES = ("events", "ledger", "calls", "usage_reports", "task_refs", "memory", "tasks",
+           "tool_results", "failures", "handoffs")
+_CHAIN = frozenset({"prev_hash", "hash"})
+
+
+@functools.cache
+def columns(table: str) -> tuple[str, ...]:
+    """The columns of ``table`` a large home writes from its templates."""
+    return tuple(c for c in table_columns(table) if c not in _CHAIN)
+
+
 _TIMES = {"ts_us", "created_us", "updated_us", "first_us", "last_us"}
 _SEQS = {"seq", "event_seq"}
 _APPEND_TABLES = ("events", "ledger", "calls", "usage_reports")
@@ -107,8 +99,8 @@ class _Compiler:
         return "{}".join(p.replace("{", "{{").replace("}", "}}") for p in pieces), tuple(keys)
 
     def columns(self, table: str, rows: Sequence[tuple[Any, ...]]) -> _Cols:
-        """Rows as compiled columns (in the order of ``_COLUMNS[table]``)."""
-        names = _COLUMNS[table]
+        """Rows as compiled columns (in the order of ``columns(table)``)."""
+        names = columns(table)
         out: dict[str, list[Any]] = {name: [] for name in names}
         for row in rows:
             for name, value in zip(names, row, strict=True):

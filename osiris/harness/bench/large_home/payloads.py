@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from importlib import resources
 
 from osiris.core.hashing import canonical_json
 
@@ -13,37 +14,8 @@ _MODULES = ("auth/session", "auth/tokens", "billing/invoice", "billing/tax", "ap
 _WORDS = ("order", "invoice", "customer", "session", "token", "cart", "item", "price",
           "retry", "cache", "index", "payload", "tenant", "user", "event", "queue")
 
-_RULES = '''
-[[invariant]]
-id = "tests-before-commit"
-when = { tool = "git.commit" }
-require = { state = "tests_passed" }
-message = "Cannot commit while tests are failing"
-
-[[invariant]]
-id = "no-test-edit"
-when = { path_glob = "tests/**" }
-verdict = "require_approval"
-message = "Modifying test suites requires explicit approval"
-
-[[invariant]]
-id = "no-force-push"
-when = { tool = "Bash", args = { command = "git push .*--force" } }
-verdict = "block"
-message = "Never force-push"
-
-[[invariant]]
-id = "prefer-ripgrep"
-when = { tool = "Bash", args = { command = "^grep -r" } }
-verdict = "suggest_alternative"
-alternative = "use the Grep tool"
-message = "grep -r is slow here"
-
-[[invariant]]
-id = "careful-with-migrations"
-when = { path_glob = "**/migrations/*.py" }
-message = "Migrations are append-only"
-'''
+# A project's guard rails, each kind of rule once (shared with the governance tests).
+_RULES = (resources.files("osiris.harness") / "data" / "invariants.toml").read_text("utf-8")
 
 _HEAD = ("You are a coding agent working in a git repository. Today's date is {date}. "
          "Session 8f3c2a1b-9d4e-4f6a-b7c8-1234567890ab.\n"

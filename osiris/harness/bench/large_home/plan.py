@@ -8,8 +8,8 @@ import random
 from dataclasses import dataclass, field
 
 from osiris.errors import InvalidInputError
-from osiris.harness.large_home.common import DAY_US
-from osiris.harness.large_home.compile import _Unit
+from osiris.harness.bench.large_home.common import DAY_US
+from osiris.harness.bench.large_home.compile import _Unit
 
 AGENTS = ("claude-code", "claude-code", "claude-code", "codex", "codex", "cursor-agent",
           "aider", "gemini-cli", "openhands", "goose")

@@ -9,16 +9,17 @@ from typing import Any
 from osiris.core.hashing import sha256_hex
 from osiris.core.memory import MemoryEntry
 from osiris.core.prefix import compute_zones
-from osiris.harness.large_home.compile import (
-    _COLUMNS,
+from osiris.harness.bench.large_home.compile import (
     _MUTABLE_TABLES,
     _SEQS,
+    _TABLES,
     _TIMES,
     _Cols,
     _Unit,
+    columns,
     render,
 )
-from osiris.harness.large_home.plan import _Copy
+from osiris.harness.bench.large_home.plan import _Copy
 
 
 class _Sink:
@@ -26,7 +27,7 @@ class _Sink:
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[str, list[Any]]] = {
-            name: {col: [] for col in cols} for name, cols in _COLUMNS.items()}
+            name: {col: [] for col in columns(name)} for name in _TABLES}
 
     def events_in_order(self) -> dict[str, list[Any]]:
         """The event columns sorted by sequence number (which runs from 1 without gaps)."""
@@ -57,7 +58,7 @@ class _Renderer:
         out = self.sink.tables[table]
         env, seq_of = self.env, self.seq_of
         t0, start, pace = self.t0, self.start, self.pace
-        for name in _COLUMNS[table]:
+        for name in columns(table):
             values = cols.data[name] if rows == cols.rows else cols.data[name][:rows]
             if name in _TIMES:
                 out[name].extend([start + int((t - t0) * pace) for t in values])

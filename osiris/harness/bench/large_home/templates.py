@@ -15,9 +15,9 @@ from osiris.config import Settings
 from osiris.core.hashing import GENESIS_HASH, canonical_json, journal_event_hash
 from osiris.engine import Engine
 from osiris.errors import NotFoundError
-from osiris.harness.large_home.capture import _Capture, _Recorder, _ScriptClock
-from osiris.harness.large_home.common import TEMPLATE_SEQ_BASE, TEMPLATE_T0_US
-from osiris.harness.large_home.payloads import (
+from osiris.harness.bench.large_home.capture import _Capture, _Recorder, _ScriptClock
+from osiris.harness.bench.large_home.common import TEMPLATE_SEQ_BASE, TEMPLATE_T0_US
+from osiris.harness.bench.large_home.payloads import (
     _CONTRACT,
     _HEAD,
     _MODULES,
@@ -462,7 +462,7 @@ def _run_templates(scratch: Path, seed: int, scale: float = 1.0) -> _Templates:
 
     homes = [scratch / f"group{g}" for g in range(len(_SESSION_GROUPS))]
     outs = [scratch / f"group{g}.pickle" for g in range(len(_SESSION_GROUPS))]
-    code = "import sys; from osiris.harness.large_home.templates import _group_to_file; " \
+    code = "import sys; from osiris.harness.bench.large_home.templates import _group_to_file; " \
            "_group_to_file(*sys.argv[1:])"
     workers = [subprocess.Popen(
         [sys.executable, "-c", code, str(homes[g]), str(seed), repr(scale), str(g),
