@@ -36,6 +36,7 @@ def whole_dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     return doc, out
 
 
+@pytest.mark.slow
 def test_every_format_of_the_dataset_replays_and_matches_the_schema(
         whole_dataset: tuple[dict[str, Any], Path]) -> None:
     doc, _ = whole_dataset

@@ -44,6 +44,7 @@ def _restore_all(engine: Engine, tid: str, checkpoint_id: str, max_tokens: int,
     return restored
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["trim", "compact", "clear"])
 def test_every_compaction_mode_round_trips_exact_bytes(engine: Engine, mode: str) -> None:
     tid, originals = _session(engine)

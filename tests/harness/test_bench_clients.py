@@ -38,6 +38,8 @@ from osiris.harness.replay.workloads import Need, Session, Step
 from tests.conftest import REPO
 from tests.harness.real_clients import TOOLS, require_client
 
+pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions
+
 BIG_LINES = 1200
 """About 17,000 cl100k tokens: under Claude Code's 25,000-token Read cap, far over Codex's cut."""
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)

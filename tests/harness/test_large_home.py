@@ -19,6 +19,8 @@ from osiris.harness.bench.large_home import build_large_home, verify_large_home
 from osiris.store.state import Store
 from tests.conftest import home_rows
 
+pytestmark = pytest.mark.slow  # builds a large home
+
 TASKS, EVENTS = 50, 5_000
 END_US = 1_790_000_000_000_000
 

@@ -9,6 +9,8 @@ import pytest
 from osiris.harness.notebooks import NOTEBOOKS, drift, execute, main, sync
 from tests.conftest import REPO, run_cli
 
+pytestmark = pytest.mark.slow  # a quick benchmark, then every notebook
+
 
 @pytest.fixture(scope="module")
 def quick_reports(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from osiris.harness.clients.configs import OSIRIS, install
 from osiris.harness.clients.model_script import (
     ANTHROPIC,
@@ -30,6 +32,8 @@ from osiris.harness.clients.model_server import ModelServer
 from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
 from osiris.harness.clients.trace_script import COMPACT_MARKER
 from tests.harness.real_clients import TOOLS, require_client
+
+pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions
 
 CODEX_ARGS = ("-m", "gpt-5-codex")
 REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
