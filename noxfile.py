@@ -41,11 +41,24 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def fast(session: nox.Session) -> None:
+    """The edit-test loop: every test not marked ``slow`` (the ones that run the
+    benchmark, real clients, a browser or several processes for seconds), without the
+    installs of Node, the browser and the peer. ``nox -s tests`` (CI) runs them all."""
+    session.install("-e", ".[test,analysis]")
+    session.run("pytest", "-m", "not slow", *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
-    """ruff on everything, strict mypy on osiris/."""
+    """ruff on everything, strict mypy on osiris/, the layers' import contracts
+    (``[tool.importlinter]`` in pyproject.toml)."""
     session.install("-e", ".[test,analysis,dev]")
     session.run("ruff", "check", "osiris", "tests", "bench", "noxfile.py")
     session.run("mypy")
+    session.run("lint-imports", "--no-cache")
+    # The notebooks' .ipynb files say what their jupytext .py sources say.
+    session.run("python", "-m", "osiris.harness.notebooks", "--check")
 
 
 @nox.session

@@ -1,7 +1,7 @@
 """Take the README's dashboard screenshots: ``python bench/dashboard_screenshot.py [OUT_DIR]``.
 
 Builds a home of 300 tasks and 30,000 journal events from real engine activity
-(``osiris.harness.large_home``), serves it with ``osiris-dashboard`` in its own process,
+(``osiris.harness.bench.large_home``), serves it with ``osiris-dashboard`` in its own process,
 and photographs the overview and one task in headless Chromium (Debian's ``chromium``
 and ``chromium-driver``; Selenium from the ``test`` extra). Writes
 ``docs/dashboard.png`` and ``docs/dashboard-task.png`` by default.
@@ -55,7 +55,7 @@ def _dashboard(home: Path):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     from selenium.webdriver.common.by import By
 
-    from osiris.harness.large_home import build_large_home
+    from osiris.harness.bench.large_home import build_large_home
     from tests.browser import chromium_driver, screenshot_is_not_blank, wait_for
 
     out = Path(argv[0]) if argv else REPO / "docs"

@@ -90,3 +90,14 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
 ]
+
+
+HOME_CREATORS = ("it is created by the first MCP server / hook that writes: run an agent "
+                 "with OSIRIS (mcp-osiris) or `osiris serve` once, or point OSIRIS_HOME at "
+                 "an existing home")
+"""What makes a home exist (read-only commands never create one)."""
+
+
+def missing_home_message(home: object) -> str:
+    """The one sentence every read-only entry point gives for a home that is not there."""
+    return f"there is no OSIRIS home at {home} (no osiris.duckdb); {HOME_CREATORS}"

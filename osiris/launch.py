@@ -6,22 +6,14 @@ command that OSIRIS routes through ``osiris run``).
 own work (measured in ``reports/PERF.md``). ``-P`` keeps this file's folder off
 ``sys.path``. So the folder that holds the ``osiris`` package goes first on the path
 here, and the rest of the installation is added only by the code that needs it (the
-hook's or the wrapper's path without a store owner: :func:`full_path`). ``osiris
+hook's or the wrapper's path without a store owner:
+:func:`osiris.clients.sitepath.full_path`). ``osiris
 install`` writes these commands (:mod:`osiris.clients.launcher`); ``python -m osiris
 hook|run`` does the same work with ``site`` loaded.
 """
 
 import os
 import sys
-
-
-def full_path() -> None:
-    """The installed packages on ``sys.path`` (``site``'s work, done when a process
-    started here needs more than the standard library and ``osiris``)."""
-    if sys.flags.no_site:
-        import site
-
-        site.main()
 
 
 def _main() -> int:

@@ -9,7 +9,7 @@ call, and a hook also paid for importing DuckDB and the tokenizer (about 0.8 s a
 every tool call of a Claude Code session). The owner pays those once: it holds the
 database (``Store(exclusive=True)``: one connection and the exclusive ``flock`` on
 ``osiris.duckdb.lock`` for its whole life), the tokenizer and the rule files, and runs
-each engine call on that connection. Clients (:mod:`osiris.store.owner_client`) import
+each engine call on that connection. Clients (:mod:`osiris.owner_wire`) import
 only the standard library.
 
 How
@@ -32,7 +32,7 @@ How
 * **Durable before acknowledged.** A reply is sent after the call's transaction has
   committed (DuckDB syncs its WAL on COMMIT) and the journal witness is written: a call
   whose answer arrived survives a SIGKILL of the owner. A call in flight when the owner
-  dies gets :class:`~osiris.store.owner_client.OwnerLost` ("may or may not have taken
+  dies gets :class:`~osiris.owner_wire.OwnerLost` ("may or may not have taken
   effect"), never a false success.
 * **CPU work outside the lock.** Calls run on one thread per connection; only the
   transaction itself is serialised (the store's mutex). ``observe`` of a large payload
@@ -43,7 +43,7 @@ How
 * **Readers.** ``query`` runs one read-only SQL statement (``SELECT``, ``WITH``,
   ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``, ``EXPLAIN``) on the owner's connection and
   answers with an Arrow IPC stream: notebooks and the dashboard read a live home through
-  the owner (:func:`osiris.store.remote.query`).
+  the owner (:func:`osiris.engine.remote.query`).
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from osiris import owner_wire as wire
 from osiris.config import Settings, settings_from_wire
 from osiris.errors import ConfigError, InvalidInputError, OsirisError, StoreError
-from osiris.store import owner_client as wire
 
 log = logging.getLogger("osiris.owner")
 

@@ -16,17 +16,15 @@ Usage::
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import socket
-import struct
 import tempfile
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,133 +161,34 @@ def console_errors(driver: WebDriver) -> list[str]:
 
 # --- screenshots ---------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class DecodedPng:
-    """An 8-bit PNG's pixels: ``rows[y]`` holds ``width * channels`` bytes."""
-
-    width: int
-    height: int
-    channels: int
-    rows: list[bytes]
-
-    def pixels(self) -> Iterator[bytes]:
-        """Every pixel, row by row, as ``channels`` bytes."""
-        step = self.channels
-        for row in self.rows:
-            for x in range(0, len(row), step):
-                yield row[x:x + step]
-
-
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# colour type -> channels, for bit depth 8 (0 grey, 2 RGB, 3 palette, 4 grey+alpha, 6 RGBA)
-_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
-
-
-def decode_png(png: bytes) -> DecodedPng:
-    """Decode a non-interlaced 8-bit PNG with zlib alone (what Chromium's screenshots are).
-
-    Palette images come back as palette indices (one channel). Raises ValueError on
-    anything else (16-bit, sub-byte depths, interlacing, a bad CRC or a truncated file).
-    """
-    if not png.startswith(_PNG_SIGNATURE):
-        raise ValueError("not a PNG (bad signature)")
-    pos = len(_PNG_SIGNATURE)
-    header: tuple[int, ...] | None = None
-    idat = bytearray()
-    while True:
-        if pos + 8 > len(png):
-            raise ValueError("truncated PNG (no IEND)")
-        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
-        data = png[pos + 8:pos + 8 + length]
-        crc = png[pos + 8 + length:pos + 12 + length]
-        if len(data) != length or len(crc) != 4:
-            raise ValueError(f"truncated PNG chunk {kind!r}")
-        if zlib.crc32(kind + data) != struct.unpack(">I", crc)[0]:
-            raise ValueError(f"bad CRC in PNG chunk {kind!r}")
-        pos += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", data)
-        elif kind == b"IDAT":
-            idat += data
-        elif kind == b"IEND":
-            break
-    if header is None:
-        raise ValueError("PNG without IHDR")
-    width, height, depth, colour_type, _compression, _filter, interlace = header
-    if depth != 8 or colour_type not in _CHANNELS or interlace != 0:
-        raise ValueError(f"unsupported PNG: bit depth {depth}, colour type {colour_type}, "
-                         f"interlace {interlace} (need 8-bit, non-interlaced)")
-    channels = _CHANNELS[colour_type]
-    stride = width * channels
-    raw = zlib.decompress(bytes(idat))
-    if len(raw) != height * (stride + 1):
-        raise ValueError(f"PNG data is {len(raw)} bytes, expected {height * (stride + 1)}")
-    rows: list[bytes] = []
-    previous = bytes(stride)
-    for y in range(height):
-        start = y * (stride + 1)
-        row = _unfilter(raw[start], raw[start + 1:start + 1 + stride], previous, channels)
-        rows.append(row)
-        previous = row
-    return DecodedPng(width, height, channels, rows)
-
-
-def _unfilter(kind: int, line: bytes, prior: bytes, bpp: int) -> bytes:
-    """Undo one scanline's PNG filter (RFC 2083, section 6)."""
-    if kind == 0:  # None
-        return line
-    if kind == 2:  # Up
-        return bytes((a + b) & 0xFF for a, b in zip(line, prior, strict=True))
-    out = bytearray(line)
-    n = len(out)
-    if kind == 1:  # Sub
-        for i in range(bpp, n):
-            out[i] = (out[i] + out[i - bpp]) & 0xFF
-    elif kind == 3:  # Average
-        for i in range(n):
-            left = out[i - bpp] if i >= bpp else 0
-            out[i] = (out[i] + ((left + prior[i]) >> 1)) & 0xFF
-    elif kind == 4:  # Paeth
-        for i in range(n):
-            a = out[i - bpp] if i >= bpp else 0
-            b = prior[i]
-            c = prior[i - bpp] if i >= bpp else 0
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-            out[i] = (out[i] + pred) & 0xFF
-    else:
-        raise ValueError(f"bad PNG filter type {kind}")
-    return bytes(out)
-
-
-def count_colours(png: bytes, stop_at: int | None = None) -> int:
-    """Distinct pixel values in ``png`` (counting stops early once ``stop_at`` is reached).
-
-    Uses Pillow when it is installed (any PNG), else :func:`decode_png` (8-bit PNGs).
-    """
-    try:
-        from PIL import Image
-    except ImportError:
-        return _count_colours_zlib(png, stop_at)
-    import io
+def _image(png: bytes) -> Any:
+    """``png`` as an RGBA Pillow image (Pillow comes with matplotlib, the tests' extra)."""
+    from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
         image.load()
-        rgba = image.convert("RGBA")
+        return image.convert("RGBA")
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height of ``png``."""
+    image = _image(png)
+    return image.width, image.height
+
+
+def pixel_at(png: bytes, x: int, y: int) -> tuple[int, int, int]:
+    """The RGB colour of one pixel of ``png``."""
+    red, green, blue, _alpha = _image(png).getpixel((x, y))
+    return red, green, blue
+
+
+def count_colours(png: bytes, stop_at: int | None = None) -> int:
+    """Distinct pixel values in ``png`` (counting stops early once ``stop_at`` is reached)."""
+    rgba = _image(png)
     limit = stop_at if stop_at is not None else rgba.width * rgba.height
     # getcolors returns None when there are more than maxcolors colours.
     colours = rgba.getcolors(maxcolors=max(limit - 1, 1))
     return limit if colours is None else len(colours)
-
-
-def _count_colours_zlib(png: bytes, stop_at: int | None) -> int:
-    seen: set[bytes] = set()
-    for pixel in decode_png(png).pixels():
-        seen.add(pixel)
-        if stop_at is not None and len(seen) >= stop_at:
-            break
-    return len(seen)
 
 
 def screenshot_is_not_blank(png: bytes, min_colours: int = 2) -> bool:

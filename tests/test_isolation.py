@@ -36,6 +36,7 @@ def _inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_a_run_that_writes_to_the_real_osiris_home_fails(tmp_path: Path) -> None:
     real = tmp_path / "user" / ".osiris"
     clean = _inner_run(tmp_path, "assert Path.home().name.startswith('user-home')")

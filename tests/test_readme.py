@@ -1,7 +1,7 @@
 """The README states only what was measured: its figures are generated from reports/.
 
 Every benchmark figure sits in a ``<!-- bench:NAME -->`` block that the benchmark
-rewrites whenever it writes the repository's reports/ (osiris/harness/readme_blocks.py),
+rewrites whenever it writes the repository's reports/ (osiris/harness/reports/readme_blocks.py),
 so the README's two commands pass in either order: the benchmark first (new timings,
 README regenerated with them) or the tests first.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from osiris.harness.readme_blocks import BLOCK, blocks_in, render, update
+from osiris.harness.reports.readme_blocks import BLOCK, blocks_in, render, update
 from tests.conftest import REPO, run_cli
 
 # A measurement outside the blocks: a figure with a unit, a price, or a counted quantity.
@@ -43,7 +43,7 @@ def test_readme_blocks_are_what_the_committed_reports_render() -> None:
     assert sorted(standing) == sorted(rendered)
     stale = [name for name in rendered if standing[name] != rendered[name]]
     assert not stale, (f"README blocks {stale} differ from what reports/ renders: run "
-                       "`python -m osiris.harness.readme_blocks` (or the benchmark)")
+                       "`python -m osiris.harness.reports.readme_blocks` (or the benchmark)")
 
 
 def test_no_measurement_outside_the_generated_blocks() -> None:

@@ -1,7 +1,7 @@
 """``osiris hook CLIENT EVENT``: the process a client starts for each hook call.
 
 It is on the path of every tool call, so it imports as little as it can: ``os``,
-``json`` and the owner's client (:mod:`osiris.store.owner_client`), reading its
+``json`` and the owner's client (:mod:`osiris.owner_wire`), reading its
 variables with :mod:`osiris.environ`. The store owner parses them into settings, runs
 the hook (:func:`osiris.clients.hooks.run_hook`, with its engine) and this process prints
 the answer. Only when no owner can serve, or to report a problem, does it load the
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 
 from osiris import environ
+from osiris.clients.sitepath import full_path
 from osiris.errors import ConfigError, OsirisError
-from osiris.launch import full_path
 
 CLIENTS = ("claude-code", "codex")
 """:data:`osiris.core.client_hooks.CLIENTS` (a test keeps them equal; importing that
@@ -29,7 +29,7 @@ def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> t
     """The hook handled by the home's store owner (started if none runs): the decision
     JSON and the exit code. Where no owner can serve, the hook runs in this process
     instead; a call the owner may have recorded before it died is not repeated."""
-    from osiris.store.owner_client import OwnerClient, OwnerLost
+    from osiris.owner_wire import OwnerClient, OwnerLost
 
     try:
         text = raw.decode("utf-8")

@@ -166,7 +166,7 @@ def hook_in_server(engine: Any, event: str, raw: bytes, client: str = CLIENT) ->
     """A hook that reached the MCP server as a call to ``osiris_hook`` (Claude Code's
     ``mcp_tool`` hooks): run by the server's engine, or by the home's store owner when
     the server is its client. Never raises, like :func:`run_hook`."""
-    from osiris.store.remote import RemoteEngine
+    from osiris.engine.remote import RemoteEngine
 
     if not isinstance(engine, RemoteEngine):
         return run_hook(engine.settings, event, raw, client, engine=engine)

@@ -193,7 +193,7 @@ def _stored_preview(spool: IO[bytes], size: int, status: int, command: str,
     threshold = int(options.get("threshold") or DEFAULT_THRESHOLD)
     if size <= threshold:
         return None  # small (a token is at least a byte): no need to load anything
-    from osiris.launch import full_path
+    from osiris.clients.sitepath import full_path
 
     full_path()  # the heavy part starts here, after the command
     from osiris.config import Settings
@@ -214,9 +214,9 @@ def _stored_preview(spool: IO[bytes], size: int, status: int, command: str,
             "cwd": os.getcwd(), "client": client, "threshold": threshold}
     answer = None
     if settings.store_owner:
+        from osiris.engine.remote import RemoteEngine
         from osiris.errors import OsirisError
-        from osiris.store.owner_client import OwnerLost
-        from osiris.store.remote import RemoteEngine
+        from osiris.owner_wire import OwnerLost
 
         try:
             with RemoteEngine(settings) as remote:

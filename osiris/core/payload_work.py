@@ -3,7 +3,7 @@ make the preview that mode wants.
 
 It is done outside the store's turn: by the engine just before the call's transaction
 (:func:`osiris.engine.payloads.prepared`), or by a client of the home's store owner in
-its own process (:class:`osiris.store.remote.RemoteEngine`), which hands the result over
+its own process (:class:`osiris.engine.remote.RemoteEngine`), which hands the result over
 with the scrubbed text (:func:`to_wire`). The owner is one process for every agent of the
 home, bound to one core by Python's lock, while its clients wait idle: work they do is
 work the owner does not. The owner takes a handed result only when it was made by the

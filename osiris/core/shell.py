@@ -10,11 +10,13 @@ wrappers are skipped: ``cd repo && NODE_OPTIONS=x npx jest tests/a.ts`` is
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "sh", "run_shell_command", "exec",
                          "local_shell", "terminal"})
 _SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
+_PUNCTUATION = "();<>|&\n"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SKIP = frozenset({"cd", "export", "source", ".", "set", "pushd", "popd", "env", "time",
                    "sudo", "nohup", "timeout"})
@@ -34,10 +36,39 @@ def shell_command(tool: str, args: dict[str, Any]) -> str | None:
     return wrapped.group(2) if wrapped else command
 
 
+def _segments(command: str) -> list[list[str]]:
+    """The simple commands of a command line, as words: split by :mod:`shlex` (quotes
+    kept, so a quoted ``&&`` or ``;`` separates nothing), at ``&&``, ``||``, ``;``, ``|``,
+    ``&``, parentheses and newlines, with redirections (``2>&1``, ``> out.txt``) left
+    out. A line shlex cannot split (an unclosed quote, as in a heredoc's ``don't``) is
+    split at the separators alone."""
+    lexer = shlex.shlex(command, posix=False, punctuation_chars=_PUNCTUATION)
+    lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return [segment.split() for segment in _SEPARATORS.split(command)]
+    segments: list[list[str]] = [[]]
+    target = False  # the next word is a redirection's file
+    for token in tokens:
+        if target:
+            target = False
+        elif not token.strip(_PUNCTUATION):  # an operator
+            if "<" in token or ">" in token:
+                target = True
+                if segments[-1] and segments[-1][-1].isdigit():
+                    segments[-1].pop()  # the descriptor of 2>&1
+            elif segments[-1]:
+                segments.append([])
+        else:
+            segments[-1].append(token)
+    return segments
+
+
 def command_family(command: str) -> str:
     """Program and subcommand of a command line (see the module docstring)."""
-    for segment in _SEPARATORS.split(command[:10_000]):
-        words = [w for w in segment.strip().split() if not _ASSIGNMENT.match(w)]
+    for segment in _segments(command[:10_000]):
+        words = [w for w in segment if not _ASSIGNMENT.match(w)]
         while words and words[0] in _SKIP:
             words = words[2:] if words[0] in ("cd", "pushd", "timeout") else words[1:]
         if not words:

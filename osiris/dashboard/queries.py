@@ -14,18 +14,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from osiris.store.db import fetch_row, rows_as_dicts
-from osiris.store.remote import ReadStore
-from osiris.store.state import Store
+from osiris.engine.reads import Reader, fetch_row, rows_as_dicts
 
 PAGE = 50
-# Any drift verdict but "none" (a cheap LIKE first, then the verdict itself: keys are
-# sorted, so a semantic break's body starts with "cause", a growth's with "changes").
-_DRIFT = ("body LIKE '%\"drift\":{%' AND"
-          " coalesce(json_extract_string(body, '$.drift.verdict'), 'none') <> 'none'")
-_VERDICT = ("kind = 'precheck' AND (body NOT LIKE '%\"verdict\":\"allow\"%'"
-            " OR body LIKE '%\"sources\":[\"loopguard%')")
-_LOOP = "kind LIKE 'observe.%' AND body LIKE '%\"loop\":[\"%'"
+# The event filters read the journal body's fields (DuckDB's JSON functions), never its
+# text: any drift verdict but "none"; a precheck that did not simply allow, or that
+# LoopGuard informed; an observe that LoopGuard flagged.
+_DRIFT = "coalesce(json_extract_string(body, '$.drift.verdict'), 'none') <> 'none'"
+_VERDICT = ("kind = 'precheck' AND (coalesce(json_extract_string(body, '$.verdict'), '')"
+            " <> 'allow' OR starts_with(coalesce(json_extract_string(body, '$.sources[0]'),"
+            " ''), 'loopguard'))")
+_LOOP = ("starts_with(kind, 'observe.') AND"
+         " coalesce(json_array_length(body, '$.loop'), 0) > 0")
 WINDOW = 20_000  # journal events searched first for a page of events
 FILTERS = {"all": "TRUE", "drift": _DRIFT, "verdicts": _VERDICT, "loopguard": _LOOP}
 
@@ -51,7 +51,7 @@ def parse_cursor(raw: str | None) -> tuple[int, str] | None:
 class Queries:
     """The dashboard's reads over one OSIRIS home."""
 
-    def __init__(self, store: Store | ReadStore) -> None:
+    def __init__(self, store: Reader) -> None:
         self.store = store
 
     # -- overview -----------------------------------------------------------------------

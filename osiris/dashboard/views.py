@@ -24,9 +24,9 @@ from osiris.core.hashing import digest_of_ref
 from osiris.dashboard import charts
 from osiris.dashboard.queries import FILTERS, Queries
 from osiris.engine import open_engine
+from osiris.engine.audit import audit_task
+from osiris.engine.remote import ReadStore
 from osiris.errors import IntegrityError, InvalidInputError, NotFoundError
-from osiris.store.audit import audit_task
-from osiris.store.remote import ReadStore
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")

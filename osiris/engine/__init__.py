@@ -3,7 +3,8 @@ benchmark all drive (:class:`~osiris.engine.facade.Engine`).
 
 Importing this package is cheap: the facade (and DuckDB, the tokenizer and every
 operation behind it) loads on first use of ``Engine``, so a process that reaches the
-store through its owner (:func:`open_engine`) never loads them.
+store through its owner (:func:`~osiris.engine.remote.open_engine`) never loads them.
+This module only re-exports.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from osiris.config import Settings
     from osiris.engine.facade import PLAN_MODES, Engine, check_client_format
+    from osiris.engine.remote import open_engine
 
 __all__ = ["PLAN_MODES", "Engine", "check_client_format", "open_engine"]
 
@@ -22,17 +23,8 @@ def __getattr__(name: str) -> Any:
         from osiris.engine import facade
 
         return getattr(facade, name)
+    if name == "open_engine":
+        from osiris.engine import remote
+
+        return remote.open_engine
     raise AttributeError(f"module 'osiris.engine' has no attribute {name!r}")
-
-
-def open_engine(settings: Settings) -> Any:
-    """The engine a serving process should use: the home's store owner's
-    (:class:`osiris.store.remote.RemoteEngine`) when ``OSIRIS_STORE_OWNER`` is on (the
-    default), else an :class:`Engine` that opens the database for each call."""
-    if settings.store_owner:
-        from osiris.store.remote import RemoteEngine
-
-        return RemoteEngine(settings)
-    from osiris.engine.facade import Engine
-
-    return Engine(settings)

@@ -19,12 +19,12 @@ from osiris.core.budget import budget_state
 from osiris.core.hashing import canonical_json
 from osiris.core.manifest import render_manifest
 from osiris.core.task_state import TaskState
+from osiris.engine.audit import audit_task
 from osiris.engine.context import EngineContext, check_task_id, load_task, save_task
 from osiris.engine.payloads import CHECKPOINT_PREFIX, context_items
 from osiris.engine.planning import plan_view
 from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store import statements
-from osiris.store.audit import audit_task
 from osiris.store.db import fetch_row
 from osiris.store.state import Tx
 

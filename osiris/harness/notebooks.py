@@ -1,4 +1,9 @@
-"""Executing the research notebooks headless (nbclient), with parameters.
+"""The research notebooks: their sources, and executing them headless (nbclient).
+
+Each notebook is written as a jupytext "percent" script, ``notebooks/NN_name.py``, which
+is what one reviews and edits; the paired ``.ipynb`` beside it (no outputs, fixed cell
+ids) is generated from it by ``python -m osiris.harness.notebooks --sync`` and checked by
+``--check`` (``nox -s lint``, and a test), so the two cannot drift apart.
 
 Each notebook has one code cell tagged ``parameters`` (as papermill would); the runner
 inserts a cell after it that overrides those values, then executes everything with
@@ -8,12 +13,62 @@ a test runs them on the quick workload.
 
 from __future__ import annotations
 
+import argparse
 import ast
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 NOTEBOOKS = ("01_report_tables.ipynb", "02_prune_thresholds.ipynb", "03_cost_models.ipynb",
              "04_traces.ipynb", "05_replay.ipynb")
+HERE = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def from_source(source: Path) -> Any:
+    """The notebook a percent script describes: no outputs, cell ids ``cell-NN`` (so
+    generating it twice gives the same bytes)."""
+    import jupytext  # type: ignore[import-untyped]
+
+    notebook = jupytext.read(source)
+    for index, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{index:02d}"
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    notebook.metadata.pop("jupytext", None)
+    notebook.metadata["jupytext"] = {"formats": "ipynb,py:percent"}
+    return notebook
+
+
+def _cells(notebook: Any) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(c.cell_type, c.source, tuple(c.get("metadata", {}).get("tags", ())))
+            for c in notebook.cells]
+
+
+def drift(folder: Path = HERE) -> list[str]:
+    """The notebooks whose ``.ipynb`` is missing or says other than its ``.py`` source."""
+    import nbformat
+
+    found = []
+    for name in NOTEBOOKS:
+        paired = folder / name
+        if not paired.exists():
+            found.append(name)
+            continue
+        held = nbformat.read(paired, as_version=4)  # type: ignore[no-untyped-call]
+        if _cells(held) != _cells(from_source(paired.with_suffix(".py"))):
+            found.append(name)
+    return found
+
+
+def sync(folder: Path = HERE) -> list[str]:
+    """Write every ``.ipynb`` from its ``.py`` source; the names written."""
+    import nbformat
+
+    for name in NOTEBOOKS:
+        nbformat.write(from_source((folder / name).with_suffix(".py")),  # type: ignore[no-untyped-call]
+                       folder / name)
+    return list(NOTEBOOKS)
 
 
 def execute(path: Path, params: dict[str, Any], *, timeout: int = 1800,
@@ -41,3 +96,27 @@ def execute(path: Path, params: dict[str, Any], *, timeout: int = 1800,
     if save_to is not None:
         nbformat.write(notebook, save_to)  # type: ignore[no-untyped-call]
     return notebook
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m osiris.harness.notebooks --check | --sync``."""
+    parser = argparse.ArgumentParser(prog="python -m osiris.harness.notebooks",
+                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--check", action="store_true",
+                        help="fail if an .ipynb says other than its .py source")
+    action.add_argument("--sync", action="store_true", help="write each .ipynb from its .py")
+    args = parser.parse_args(argv)
+    if args.sync:
+        sys.stderr.write(f"wrote {', '.join(sync())}\n")
+        return 0
+    stale = drift()
+    if stale:
+        sys.stderr.write(f"notebooks out of step with their .py sources: {', '.join(stale)}; "
+                         "run `python -m osiris.harness.notebooks --sync`\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,17 +6,17 @@ import statistics
 from collections.abc import Sequence
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100) by linear interpolation; 0.0 for no values."""
+def percentile(values: Sequence[float], q: int) -> float:
+    """The q-th percentile (an integer 0-100) by linear interpolation between the closest
+    ranks (``statistics.quantiles``' inclusive method, numpy's default); 0.0 for no
+    values."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile {q} is not between 0 and 100")
     if not values:
         return 0.0
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        return float(ordered[0])
-    pos = (len(ordered) - 1) * q / 100.0
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return float(ordered[low] + (ordered[high] - ordered[low]) * (pos - low))
+    if len(values) == 1 or q in (0, 100):
+        return float(min(values) if q == 0 else max(values))
+    return float(statistics.quantiles(values, n=100, method="inclusive")[q - 1])
 
 
 def median(values: Sequence[float]) -> float:

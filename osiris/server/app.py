@@ -1,30 +1,33 @@
 """The MCP server's factory: one for every transport (SPEC §8).
 
-:func:`build_server` wires the engine to the six tools, the resources and the
-resume prompt, with the operating context's doctrine as ``instructions``. Transports
-(:mod:`osiris.server.transports`) know nothing of the engine; the engine knows
-nothing of MCP.
+:func:`build_server` wires the engine to the six tools, the resources and the resume
+prompt, with the operating context's doctrine as ``instructions``. It builds the SDK's
+low-level ``Server``: OSIRIS's tool schemas are written by hand
+(:mod:`osiris.server.definitions`), so they are listed as written and validated once
+(:class:`~osiris.server.tools.ToolRouter`), with nothing derived from Python signatures.
+Every handler reaches the engine through one :class:`~osiris.server.tools.EngineGate`.
+Transports (:mod:`osiris.server.transports`) know nothing of the engine; the engine
+knows nothing of MCP.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server import Server
 
 from osiris._version import __version__
 from osiris.config import Settings
 from osiris.core.operating_context import instructions_text
 from osiris.engine.operating_context import OperatingContextLoader
-from osiris.server.definitions import DISPATCH, TOOLS
-from osiris.server.resources import prompt_guard, register_resources
-from osiris.server.tools import EngineGate, argument_guard, build_tools, hook_calls
-from osiris.store.remote import RemoteEngine
+from osiris.engine.remote import RemoteEngine
+from osiris.server.resources import ResourceRouter
+from osiris.server.tools import EngineGate, ToolRouter
 
 
-def build_server(settings: Settings, engine: Any = None) -> MCPServer:
+def build_server(settings: Settings, engine: Any = None) -> Server[Any]:
     """The OSIRIS MCP server for ``settings``. The engine is the home's store owner's
-    (:class:`osiris.store.remote.RemoteEngine`) unless ``OSIRIS_STORE_OWNER=off`` or one
+    (:class:`osiris.engine.remote.RemoteEngine`) unless ``OSIRIS_STORE_OWNER=off`` or one
     is given (an :class:`osiris.engine.Engine` in process)."""
     from osiris.engine import open_engine
 
@@ -39,17 +42,16 @@ def build_server(settings: Settings, engine: Any = None) -> MCPServer:
         engine.start_owner()  # in the background: the first tool call finds it ready
     else:
         instructions = engine.instructions()
-    tools = build_tools(gate, dotted=settings.tool_names == "dotted",
-                        dispatch_only=settings.dispatch_only, hook_tool=settings.hook_tool)
-    server = MCPServer("osiris", title="OSIRIS", version=__version__,
-                       instructions=instructions, tools=tools,
-                       log_level=settings.log_level)  # type: ignore[arg-type]
-    # Not osiris_hook: a hook's problem must be a warning, never an error that stops a tool.
-    server.middleware.append(argument_guard((*TOOLS, DISPATCH), settings.tool_names == "dotted"))
-    if settings.hook_tool:
-        server.middleware.append(hook_calls(gate, settings.tool_names == "dotted"))
-    register_resources(server, gate)
-    server.middleware.append(prompt_guard(server))
+    tools = ToolRouter(gate, dotted=settings.tool_names == "dotted",
+                       dispatch_only=settings.dispatch_only, hook_tool=settings.hook_tool)
+    views = ResourceRouter(gate)
+    server: Server[Any] = Server(
+        "osiris", title="OSIRIS", version=__version__, instructions=instructions,
+        get_tool_input_schema=tools.input_schema, on_list_tools=tools.list_tools,
+        on_call_tool=tools.call_tool,
+        on_list_resources=views.list_resources, on_list_resource_templates=views.list_templates,
+        on_read_resource=views.read, on_list_prompts=views.list_prompts,
+        on_get_prompt=views.get_prompt)
     return server
 
 

@@ -1,19 +1,66 @@
-"""Resources and the resume prompt: read-only views of the engine's state."""
+"""Resources and the resume prompt: read-only views of the engine's state, served by the
+SDK's low-level server through the engine's one gate.
+
+``osiris://task/{task_id}/manifest``, ``…/status``, ``osiris://ref/{+ref}`` (the exact
+bytes of a ref), ``osiris://context`` and the prompt ``osiris/task-resume``. A client's
+mistake (an unknown URI or prompt, a missing argument, a task that does not exist) is a
+JSON-RPC invalid-params error (-32602) that names what to fix.
+"""
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable
 from typing import Any
 
 from mcp import MCPError
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import INVALID_PARAMS
+from mcp.types import (
+    INVALID_PARAMS,
+    BlobResourceContents,
+    GetPromptRequestParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    TextContent,
+    TextResourceContents,
+)
 
 from osiris.core.display import escape_controls
 from osiris.errors import OsirisError
 from osiris.server.answers import model_facing
 from osiris.server.tools import EngineGate, bounded_text, principal_of
+
+JSON = "application/json"
+RESUME = "osiris/task-resume"
+TEMPLATES = (
+    ResourceTemplate(name="ref", uri_template="osiris://ref/{+ref}",
+                     description="Raw bytes of a ref (mem://sha256:…), verified against its "
+                                 "hash"),
+    ResourceTemplate(name="task-manifest", uri_template="osiris://task/{task_id}/manifest",
+                     description="Active zones, drift state, objective and manifest",
+                     mime_type=JSON),
+    ResourceTemplate(name="task-status", uri_template="osiris://task/{task_id}/status",
+                     description="Live context pressure, budget and plan progress",
+                     mime_type=JSON),
+)
+CONTEXT = Resource(name="operating-context", uri="osiris://context",
+                   description="The operating context: doctrine, project registry, defaults",
+                   mime_type=JSON)
+PROMPT = Prompt(name=RESUME, title="Resume an OSIRIS task",
+                description="Recover after a crash from the stored task state alone",
+                arguments=[PromptArgument(name="task_id", required=True)])
+_TASK = re.compile(r"osiris://task/(?P<task_id>[^/]+)/(?P<view>manifest|status)")
+_REF = re.compile(r"osiris://ref/(?P<ref>.+)", re.S)
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -21,97 +68,89 @@ def _json(value: dict[str, Any]) -> str:
     return json.dumps(model_facing(value), ensure_ascii=False, indent=1)
 
 
-def _guard(fn: Any) -> Any:
-    """Domain errors become clean JSON-RPC errors (-32602) naming what to fix, quoting
-    at most a short scrubbed excerpt of the input."""
-    try:
-        return fn()
-    except OsirisError as exc:
-        raise MCPError(INVALID_PARAMS, bounded_text(f"{exc.code}: {exc}")) from None
+def _invalid(message: str) -> MCPError:
+    return MCPError(INVALID_PARAMS, message)
 
 
-def prompt_guard(server: MCPServer) -> Any:
-    """Middleware: ``prompts/get`` for an unknown prompt or without a required argument
-    is answered -32602 (invalid params), as the spec wants. The SDK (mcp 2.3) raises a
-    ValueError for both, which reaches the client as code 0 (2025-11-25) or -32603
-    "Internal server error" with a logged traceback (2026-07-28)."""
+class ResourceRouter:
+    """The resource and prompt handlers of the low-level server."""
 
-    async def guard(ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "prompts/get" and isinstance(ctx.params, Mapping):
-            name = ctx.params.get("name")
-            prompts = {p.name: p for p in await server.list_prompts()}
-            prompt = prompts.get(name) if isinstance(name, str) else None
-            if prompt is None:
-                raise MCPError(INVALID_PARAMS, f"unknown prompt {str(name)[:80]!r}; "
-                               f"available: {', '.join(sorted(prompts))}")
-            given = ctx.params.get("arguments") or {}
-            missing = [a.name for a in prompt.arguments or ()
-                       if a.required and (not isinstance(given, Mapping) or a.name not in given)]
-            if missing:
-                raise MCPError(INVALID_PARAMS, f"prompt {prompt.name!r} needs the "
-                               f"argument(s) {', '.join(missing)}")
-        return await call_next(ctx)
+    def __init__(self, gate: EngineGate) -> None:
+        self.gate = gate
 
-    return guard
+    async def _call(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(engine)`` through the gate; a domain error becomes -32602 naming what to
+        fix, quoting at most a short scrubbed excerpt of the input."""
+        try:
+            return await self.gate.call(fn)
+        except OsirisError as exc:
+            raise _invalid(bounded_text(f"{exc.code}: {exc}")) from None
 
+    async def list_resources(self, ctx: Any, params: Any) -> ListResourcesResult:
+        return ListResourcesResult(resources=[CONTEXT])
 
-def register_resources(server: MCPServer, gate: EngineGate) -> None:
-    """``osiris://task/{task_id}/manifest``, ``…/status``, ``osiris://ref/{ref}``,
-    ``osiris://context`` and the prompt ``osiris/task-resume``."""
+    async def list_templates(self, ctx: Any, params: Any) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult(resource_templates=list(TEMPLATES))
 
-    @server.resource("osiris://task/{task_id}/manifest", name="task-manifest",
-                     description="Active zones, drift state, objective and manifest",
-                     mime_type="application/json")
-    def task_manifest(task_id: str, ctx: Context) -> str:
+    async def read(self, ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        uri, principal = str(params.uri), principal_of(ctx)
+        if uri == CONTEXT.uri:
+            text = _json(await self._call(lambda e: e.operating_context(None)))
+            return ReadResourceResult(contents=[TextResourceContents(
+                uri=uri, text=text, mime_type=JSON)])
+        if task := _TASK.fullmatch(uri):
+            task_id = task["task_id"]
+            view = (lambda e: e.manifest_view(task_id, principal)) \
+                if task["view"] == "manifest" else (lambda e: e.status_view(task_id, principal))
+            return ReadResourceResult(contents=[TextResourceContents(
+                uri=uri, text=_json(await self._call(view)), mime_type=JSON)])
+        if ref := _REF.fullmatch(uri):
+            data, _ = await self._call(lambda e: e.ref_bytes(ref["ref"], principal))
+            return ReadResourceResult(contents=[BlobResourceContents(
+                uri=uri, blob=base64.b64encode(bytes(data)).decode(),
+                mime_type="application/octet-stream")])
+        raise _invalid(f"unknown resource {bounded_text(uri, 120)!r}; read osiris://context, "
+                       "osiris://task/{task_id}/manifest, osiris://task/{task_id}/status "
+                       "or osiris://ref/{ref}")
+
+    async def list_prompts(self, ctx: Any, params: Any) -> ListPromptsResult:
+        return ListPromptsResult(prompts=[PROMPT])
+
+    async def get_prompt(self, ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
+        if params.name != RESUME:
+            raise _invalid(f"unknown prompt {params.name[:80]!r}; available: {RESUME}")
+        task_id = (params.arguments or {}).get("task_id")
+        if not task_id:
+            raise _invalid(f"prompt {RESUME!r} needs the argument(s) task_id")
         principal = principal_of(ctx)
-        return _json(_guard(lambda: gate.run(lambda e: e.manifest_view(task_id, principal))))
+        view = await self._call(lambda e: e.resume_view(task_id, principal))
+        return GetPromptResult(description=PROMPT.description, messages=[PromptMessage(
+            role="user", content=TextContent(type="text", text=resume_text(view)))])
 
-    @server.resource("osiris://task/{task_id}/status", name="task-status",
-                     description="Live context pressure, budget and plan progress",
-                     mime_type="application/json")
-    def task_status(task_id: str, ctx: Context) -> str:
-        principal = principal_of(ctx)
-        return _json(_guard(lambda: gate.run(lambda e: e.status_view(task_id, principal))))
 
-    @server.resource("osiris://ref/{+ref}", name="ref",
-                     description="Raw bytes of a ref (mem://sha256:…), verified against its hash")
-    def ref_bytes(ref: str, ctx: Context) -> bytes:
-        principal = principal_of(ctx)
-        data, _ = _guard(lambda: gate.engine.ref_bytes(ref, principal))
-        return bytes(data)
-
-    @server.resource("osiris://context", name="operating-context",
-                     description="The operating context: doctrine, project registry, defaults",
-                     mime_type="application/json")
-    def operating_context() -> str:
-        return _json(gate.engine.operating_context(None))
-
-    @server.prompt(name="osiris/task-resume", title="Resume an OSIRIS task",
-                   description="Recover after a crash from the stored task state alone")
-    def task_resume(task_id: str, ctx: Context) -> str:
-        principal = principal_of(ctx)
-        view = _guard(lambda: gate.run(lambda e: e.resume_view(task_id, principal)))
-        plan = view["plan"]
-        steps = "\n".join(
-            f"{'[x]' if i in plan['completed'] else '[>]' if i == plan['active'] else '[ ]'} "
-            f"{i + 1}. {s}" for i, s in enumerate(plan["steps"])) or "(no plan)"
-        constraints = [f"- {c}" for c in view["constraints"]] or ["- (none)"]
-        decisions = [f"- {d}" for d in view["decisions"]] or ["- (none)"]
-        lines = [
-            f"You are resuming OSIRIS task {view['task_id']} after a crash or a context "
-            "reset. Everything below comes from OSIRIS's store; trust it over your memory.",
-            "", f"Objective: {view['objective']}", "",
-            "Constraints (pinned, verbatim):", *constraints, "",
-            "Decisions (pinned, verbatim; append, never rewrite):", *decisions, "",
-            "Plan:", steps, "",
-        ]
-        if view["lessons"]:
-            lines += ["Lessons learned:", *[f"- {x}" for x in view["lessons"]], ""]
-        if view["files"]:
-            lines += ["Files read (recall their refs instead of re-reading):",
-                      *[f"- {f}" for f in view["files"][:30]], ""]
-        lines += [
-            "First call osiris_plan(mode=\"resume\", task_id=\"" + view["task_id"] + "\") to "
-            "confirm the state, then keep this manifest at the END of your context and pass "
-            "its SEAL line to osiris_observe every turn:", "", view["manifest"]]
-        return escape_controls("\n".join(lines))
+def resume_text(view: dict[str, Any]) -> str:
+    """The resume prompt's text: the stored task state, for a model that lost its own."""
+    plan = view["plan"]
+    steps = "\n".join(
+        f"{'[x]' if i in plan['completed'] else '[>]' if i == plan['active'] else '[ ]'} "
+        f"{i + 1}. {s}" for i, s in enumerate(plan["steps"])) or "(no plan)"
+    constraints = [f"- {c}" for c in view["constraints"]] or ["- (none)"]
+    decisions = [f"- {d}" for d in view["decisions"]] or ["- (none)"]
+    lines = [
+        f"You are resuming OSIRIS task {view['task_id']} after a crash or a context "
+        "reset. Everything below comes from OSIRIS's store; trust it over your memory.",
+        "", f"Objective: {view['objective']}", "",
+        "Constraints (pinned, verbatim):", *constraints, "",
+        "Decisions (pinned, verbatim; append, never rewrite):", *decisions, "",
+        "Plan:", steps, "",
+    ]
+    if view["lessons"]:
+        lines += ["Lessons learned:", *[f"- {x}" for x in view["lessons"]], ""]
+    if view["files"]:
+        lines += ["Files read (recall their refs instead of re-reading):",
+                  *[f"- {f}" for f in view["files"][:30]], ""]
+    lines += [
+        "First call osiris_plan(mode=\"resume\", task_id=\"" + view["task_id"] + "\") to "
+        "confirm the state, then keep this manifest at the END of your context and pass "
+        "its SEAL line to osiris_observe every turn:", "", view["manifest"]]
+    return escape_controls("\n".join(lines))

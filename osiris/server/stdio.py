@@ -27,11 +27,11 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.mcpserver import MCPServer
+from mcp.server import Server
 from mcp.server.stdio import _claim_fd, _open_stdin_diversion, _open_stdout_diversion
 from mcp.shared.message import SessionMessage
 
-from osiris.server.early import Handover, StartCache
+from osiris.server.start_cache import Handover, StartCache
 from osiris.server.wire import Rejection, check_message, oversized
 
 log = logging.getLogger(__name__)
@@ -69,17 +69,15 @@ def read_line(stream: BinaryIO, limit: int) -> Line | None:
     return Line(head, size, False)
 
 
-async def serve(server: MCPServer, max_line_bytes: int, handover: Handover | None = None,
+async def serve(server: Server[Any], max_line_bytes: int, handover: Handover | None = None,
                 cache: StartCache | None = None) -> None:
     """Serve ``server`` on the process's stdin and stdout until stdin closes, after what
     :mod:`osiris.server.early` left (``handover``), recording the answers ``cache``
     keeps."""
     async with stdio_streams(max_line_bytes, handover, cache) as (read_stream, write_stream):
-        # The SDK's own `run_stdio_async` hard-wires its stdio transport; this is the
-        # same call on OSIRIS's streams.
-        lowlevel = server._lowlevel_server
-        await lowlevel.run(read_stream, write_stream,
-                           lowlevel.create_initialization_options())
+        # The SDK's own stdio transport reads unbounded lines; this is its `run` on
+        # OSIRIS's streams.
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 class _Prefixed(io.RawIOBase):

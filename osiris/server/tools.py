@@ -1,13 +1,17 @@
-"""The six MCP tools (or ``osiris_call``): validate, call the engine, shape the answer.
+"""The six MCP tools (or ``osiris_call``): list, validate, call the engine, shape the answer.
 
-Each answer is a short text for the model plus ``structuredContent`` with the same
-facts. A domain error becomes an ``isError`` result whose text says what to do next;
-an unexpected error is logged and reported without internals.
+The tools are served by the SDK's low-level server (:mod:`osiris.server.app`) from the
+hand-written definitions (:mod:`osiris.server.definitions`): ``tools/list`` lists them
+as written and ``tools/call`` checks the raw arguments against their JSON schema once
+(an unknown or misspelt argument is an error, not silently dropped), then calls the
+engine through its one gate. Each answer is a short text for the model plus
+``structuredContent`` with the same facts. A domain error becomes an ``isError`` result
+whose text says what to do next; an unexpected error is logged and reported without
+internals.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import threading
@@ -16,9 +20,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 import jsonschema
-from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
 
 from osiris.core import client_hooks
 from osiris.core.redaction import scrub
@@ -37,32 +46,27 @@ MAX_ERROR_CHARS = 600
 
 
 class EngineGate:
-    """The engine behind a lock: MCP runs sync tools in worker threads, concurrently."""
+    """The one way to the engine: tools, resources, the prompt and hooks all call it
+    here, one at a time (requests are served concurrently, in worker threads)."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+        self._engine = engine
         self._lock = threading.Lock()
 
-    def run(self, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:
+    def run(self, fn: Callable[[Engine], T]) -> T:
         """Call ``fn(engine)`` alone."""
         with self._lock:
-            return fn(self.engine)
+            return fn(self._engine)
 
-    def run_hook(self, fn: Callable[[Any], T]) -> T:
-        """Call ``fn(engine)`` alone, whatever it returns (a hook's outcome)."""
-        with self._lock:
-            return fn(self.engine)
+    async def call(self, fn: Callable[[Engine], T]) -> T:
+        """:meth:`run` in a worker thread (the event loop keeps serving)."""
+        return await anyio.to_thread.run_sync(self.run, fn)
 
 
-def principal_of(ctx: Context | None) -> str | None:
-    """The HTTP bearer identity of the request (None on stdio and in process)."""
-    if ctx is None:
-        return None
-    try:
-        request = ctx.request_context.request
-    except (AttributeError, LookupError, ValueError):
-        return None
-    state = getattr(request, "state", None)
+def principal_of(ctx: Any) -> str | None:
+    """The HTTP bearer identity of the request (None on stdio and in process): what
+    :class:`osiris.server.transports.BearerAuth` put in the request's state."""
+    state = getattr(getattr(ctx, "request", None), "state", None)
     return getattr(state, "osiris_principal", None) if state is not None else None
 
 
@@ -131,26 +135,29 @@ def hook_result(precheck: Callable[[], dict[str, Any]]) -> CallToolResult:
 
 
 class Validators:
-    """One compiled JSON-schema validator per tool definition."""
+    """One compiled JSON-schema validator per tool definition: the one validation pass."""
 
-    def __init__(self, defs: tuple[ToolDef, ...]) -> None:
+    def __init__(self, defs: tuple[ToolDef, ...], names: Mapping[str, str]) -> None:
         self._by_key = {d.key: jsonschema.Draft202012Validator(d.schema) for d in defs}
-        self._props = {d.key: tuple(d.schema["properties"]) for d in defs}
-
-    def properties(self, key: str) -> tuple[str, ...]:
-        """The argument names a tool accepts."""
-        return self._props[key]
+        self._props = {d.key: frozenset(d.schema["properties"]) for d in defs}
+        self._names = names
 
     def check(self, key: str, arguments: object) -> dict[str, Any]:
-        """The arguments, or InvalidInputError listing every problem."""
+        """The arguments, or InvalidInputError listing every problem (an unknown
+        argument included: a misspelt ``objectve`` must not be silently ignored)."""
+        name = self._names.get(key, f"osiris_{key}")
         if not isinstance(arguments, dict):
-            raise InvalidInputError("arguments must be an object")
+            raise InvalidInputError(f"the arguments of {name} must be an object")
         errors = sorted(self._by_key[key].iter_errors(arguments), key=lambda e: list(e.path))
         if errors:
             details = "; ".join(
                 f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {_problem(e)}"
                 for e in errors[:5])
-            raise InvalidInputError(f"invalid arguments for osiris_{key}: {details}")
+            raise InvalidInputError(f"invalid arguments for {name}: {details}")
+        extra = sorted(set(arguments) - self._props[key])
+        if extra:
+            raise InvalidInputError(f"unknown argument(s) {extra} for {name}; accepted: "
+                                    f"{', '.join(sorted(self._props[key]))}")
         return arguments
 
 
@@ -163,9 +170,24 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return bounded_text(message, 200)
 
 
-def _call_engine(gate: EngineGate, key: str, args: dict[str, Any],
+def _call_engine(engine: Engine, key: str, args: dict[str, Any],
                  principal: str | None) -> dict[str, Any]:
     """Route validated arguments to the engine operation ``key``."""
+    a = {k: v for k, v in args.items() if v is not None}
+    if key == "plan":
+        return engine.plan(principal=principal, **a)
+    if key == "precheck":
+        return engine.precheck(a.pop("task_id"), a.pop("tool"), principal=principal, **a)
+    if key == "observe":
+        return engine.observe(a.pop("task_id"), a.pop("kind"), principal=principal, **a)
+    if key == "recall":
+        return engine.recall(a.pop("ref"), a.pop("op", "head"), principal=principal, **a)
+    if key == "checkpoint":
+        return engine.checkpoint(a.pop("task_id"), a.pop("mode"), principal=principal, **a)
+    return engine.handoff(a.pop("mode"), principal=principal, **a)
+
+
+def _check_size(args: dict[str, Any]) -> None:
     # What the limit says: UTF-8 bytes (json.dumps' default ASCII escaping would count an
     # emoji as 12 bytes). Lone surrogates pass here; the engine refuses them by name.
     size = len(json.dumps(args, default=str, ensure_ascii=False).encode("utf-8",
@@ -173,42 +195,68 @@ def _call_engine(gate: EngineGate, key: str, args: dict[str, Any],
     if size > MAX_ARGUMENT_BYTES:
         raise InvalidInputError(f"arguments are {size:,} bytes; the limit is "
                                 f"{MAX_ARGUMENT_BYTES:,}")
-    a = {k: v for k, v in args.items() if v is not None}
-    if key == "plan":
-        return gate.run(lambda e: e.plan(principal=principal, **a))
-    if key == "precheck":
-        return gate.run(lambda e: e.precheck(a.pop("task_id"), a.pop("tool"),
-                                             principal=principal, **a))
-    if key == "observe":
-        return gate.run(lambda e: e.observe(a.pop("task_id"), a.pop("kind"),
-                                            principal=principal, **a))
-    if key == "recall":
-        return gate.run(lambda e: e.recall(a.pop("ref"), a.pop("op", "head"),
-                                           principal=principal, **a))
-    if key == "checkpoint":
-        return gate.run(lambda e: e.checkpoint(a.pop("task_id"), a.pop("mode"),
-                                               principal=principal, **a))
-    return gate.run(lambda e: e.handoff(a.pop("mode"), principal=principal, **a))
 
 
-def _make_tool(defn: ToolDef, gate: EngineGate, validators: Validators, dotted: bool) -> Tool:
-    props = list(defn.schema["properties"])
+def _listed(defn: ToolDef, dotted: bool) -> Tool:
+    return Tool(name=defn.name(dotted), title=defn.title, description=defn.description,
+                input_schema=defn.schema,
+                annotations=ToolAnnotations(read_only_hint=defn.read_only,
+                                            destructive_hint=defn.destructive,
+                                            idempotent_hint=defn.idempotent,
+                                            open_world_hint=False))
 
-    def handler(ctx: Context, **kwargs: Any) -> CallToolResult:
+
+class ToolRouter:
+    """``tools/list`` and ``tools/call`` for the low-level server: the six tools (or
+    ``osiris_call`` alone), and ``osiris_hook`` when asked for."""
+
+    def __init__(self, gate: EngineGate, *, dotted: bool, dispatch_only: bool,
+                 hook_tool: bool = False) -> None:
+        self.gate = gate
+        listed = [*((DISPATCH,) if dispatch_only else TOOLS), *((HOOK,) if hook_tool else ())]
+        self._tools = ListToolsResult(tools=[_listed(d, dotted) for d in listed])
+        self._by_name = {d.name(dotted): d.key for d in listed}
+        self._schemas = {d.name(dotted): d.schema for d in listed}
+        # osiris_call's inner operations are checked against the six schemas.
+        self._validators = Validators((*TOOLS, DISPATCH),
+                                      {d.key: d.name(dotted) for d in (*TOOLS, DISPATCH)})
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """A listed tool's input schema (the SDK checks ``Mcp-Param-*`` headers with it)."""
+        return self._schemas.get(name)
+
+    async def list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
+        """The listed tools, as written in :mod:`osiris.server.definitions`."""
+        return self._tools
+
+    async def call_tool(self, ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        """One tool call: its raw arguments validated once, then the engine, in a
+        worker thread. Never raises: every failure is an ``isError`` result."""
+        key = self._by_name.get(params.name)
+        arguments: object = params.arguments if params.arguments is not None else {}
+        if key == "hook":
+            return await anyio.to_thread.run_sync(hook_answer, self.gate, arguments)
+        if key is None:
+            return error_result(InvalidInputError(
+                f"unknown tool {excerpt(params.name)}; listed: {', '.join(self._by_name)}"))
+        principal = principal_of(ctx)
+        return await anyio.to_thread.run_sync(self._answer, key, arguments, principal)
+
+    def _answer(self, key: str, arguments: object, principal: str | None) -> CallToolResult:
         try:
-            args = validators.check(defn.key, {k: v for k, v in kwargs.items()
-                                               if v is not None})
-            key = defn.key
+            args = dict(self._validators.check(key, arguments))
             if key == "call":
-                key, args = args["op"], validators.check(args["op"], args["args"])
+                key, args = args["op"], dict(self._validators.check(args["op"], args["args"]))
+            _check_size(args)
             hook_format = args.pop("format", "json") if key == "precheck" else "json"
         except Exception as exc:  # every failure becomes an isError result, never a crash
             return error_result(exc)
         if hook_format != "json":  # an mcp_tool hook: the client's decision JSON as text
             args["client_format"] = hook_format
-            return hook_result(lambda: _call_engine(gate, key, args, principal_of(ctx)))
+            return hook_result(lambda: self.gate.run(
+                lambda e: _call_engine(e, key, args, principal)))
         try:
-            answer = _call_engine(gate, key, args, principal_of(ctx))
+            answer = self.gate.run(lambda e: _call_engine(e, key, args, principal))
         except Exception as exc:
             return error_result(exc)
         try:
@@ -216,105 +264,8 @@ def _make_tool(defn: ToolDef, gate: EngineGate, validators: Validators, dotted: 
         except Exception as exc:  # the engine call committed: say so, never "retry"
             return error_result(exc, committed=True)
 
-    def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
-        return handler(ctx, **kwargs)
 
-    # MCPServer derives the call signature from the function: give it one keyword per
-    # schema property, typed Any, because the hand-written schema is what validates. A
-    # string property is typed str: the SDK parses a JSON-looking string given for any
-    # other type into an object (an observed '{"ok": true}' must stay the text it was).
-    tool_fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
-        + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None,
-                             annotation=str
-                             if defn.schema["properties"][p].get("type") == "string" else Any)
-           for p in props],
-        return_annotation=CallToolResult)
-    tool = Tool.from_function(
-        tool_fn, name=defn.name(dotted), title=defn.title,
-        description=defn.description,
-        annotations=ToolAnnotations(read_only_hint=defn.read_only,
-                                    destructive_hint=defn.destructive,
-                                    idempotent_hint=defn.idempotent, open_world_hint=False))
-    tool.parameters = defn.schema
-    return tool
-
-
-def argument_guard(defs: tuple[ToolDef, ...], dotted: bool) -> Any:
-    """Middleware: the whole raw arguments of a tools/call are checked against the
-    hand-written schema before the SDK drops keys it does not know (a misspelt
-    ``objectve`` must be an error, not silently ignored)."""
-    validators = Validators(defs)
-    by_name = {d.name(dotted): d.key for d in defs}
-
-    async def guard(ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "tools/call" and isinstance(ctx.params, Mapping):
-            key = by_name.get(str(ctx.params.get("name")))
-            if key is not None:
-                arguments = ctx.params.get("arguments") or {}
-                try:
-                    validators.check(key, arguments)
-                    allowed = set(validators.properties(key))
-                    extra = sorted(set(arguments) - allowed) if isinstance(arguments, dict) \
-                        else []
-                    if extra:
-                        raise InvalidInputError(
-                            f"unknown argument(s) {extra} for {ctx.params.get('name')}; "
-                            f"accepted: {', '.join(sorted(allowed))}")
-                except InvalidInputError as exc:
-                    return error_result(exc)
-        return await call_next(ctx)
-
-    return guard
-
-
-def build_tools(gate: EngineGate, *, dotted: bool, dispatch_only: bool,
-                hook_tool: bool = False) -> list[Tool]:
-    """The six tools (or the single dispatch tool), and ``osiris_hook`` if asked for."""
-    validators = Validators((*TOOLS, DISPATCH))
-    tools = [_make_tool(defn, gate, validators, dotted)
-             for defn in ((DISPATCH,) if dispatch_only else TOOLS)]
-    if hook_tool:
-        tools.append(_hook_tool(gate, dotted))
-    return tools
-
-
-def _hook_tool(gate: EngineGate, dotted: bool) -> Tool:
-    """``osiris_hook``, listed (Claude Code calls only a tool its server lists). Its calls
-    are answered by :func:`hook_calls` before the SDK parses them; this function serves a
-    server built without that middleware."""
-    def tool_fn(ctx: Context, **kwargs: Any) -> CallToolResult:
-        return hook_answer(gate, {k: v for k, v in kwargs.items() if v is not None})
-
-    tool_fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
-        + [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any)
-           for p in HOOK.schema["properties"]],
-        return_annotation=CallToolResult)
-    tool = Tool.from_function(
-        tool_fn, name=HOOK.name(dotted), title=HOOK.title, description=HOOK.description,
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                    idempotent_hint=False, open_world_hint=False))
-    tool.parameters = HOOK.schema
-    return tool
-
-
-def hook_calls(gate: EngineGate, dotted: bool) -> Any:
-    """Middleware: a tools/call of ``osiris_hook`` answered from its raw arguments (the
-    SDK would turn a string result that looks like JSON into an object)."""
-    name = HOOK.name(dotted)
-
-    async def answer(ctx: Any, call_next: Any) -> Any:
-        if ctx.method == "tools/call" and isinstance(ctx.params, Mapping) \
-                and ctx.params.get("name") == name:
-            arguments = ctx.params.get("arguments") or {}
-            return await anyio.to_thread.run_sync(hook_answer, gate, arguments)
-        return await call_next(ctx)
-
-    return answer
-
-
-_HOOK_VALIDATOR = jsonschema.Draft202012Validator(HOOK.schema)
+_HOOK_VALIDATOR = Validators((HOOK,), {})
 
 
 def hook_answer(gate: EngineGate, arguments: object) -> CallToolResult:
@@ -327,21 +278,13 @@ def hook_answer(gate: EngineGate, arguments: object) -> CallToolResult:
     fields = dict(arguments) if isinstance(arguments, Mapping) else {}
     event = str(fields.pop("event", "") or "?")
     try:
-        if not isinstance(arguments, Mapping):
-            raise InvalidInputError("osiris_hook's arguments must be an object")
-        unknown = sorted(set(fields) - set(HOOK.schema["properties"]))
-        if unknown:
-            raise InvalidInputError(f"unknown argument(s) {unknown} for osiris_hook")
-        errors = sorted(_HOOK_VALIDATOR.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            raise InvalidInputError("invalid arguments for osiris_hook: " + "; ".join(
-                f"{'.'.join(str(p) for p in e.path) or 'arguments'}: {_problem(e)}"
-                for e in errors[:5]))
+        _HOOK_VALIDATOR.check("hook", arguments)
         raw = client_hooks.hook_input(fields)
     except OsirisError as exc:
-        outcome = hooks.skipped(gate.engine.settings, event, f"{exc.code}: {exc}", b"")
+        problem = f"{exc.code}: {exc}"
+        outcome = gate.run(lambda e: hooks.skipped(e.settings, event, problem, b""))
     else:
-        outcome = gate.run_hook(lambda e: hooks.hook_in_server(e, event, raw))
+        outcome = gate.run(lambda e: hooks.hook_in_server(e, event, raw))
     if outcome.stderr:
         log.warning("%s", outcome.stderr.strip())
     return CallToolResult(content=[TextContent(type="text", text=outcome.stdout)],

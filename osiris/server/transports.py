@@ -11,12 +11,12 @@ SDK would not (:mod:`osiris.server.stdio`, :mod:`osiris.server.http_guard`).
 
 from __future__ import annotations
 
-import hmac
 import logging
 import signal
 import socket
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -25,13 +25,13 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from osiris.config import Settings, is_loopback
+from osiris.core.http_security import LOOPBACK_NAMES, bearer_token, token_name
 from osiris.server.app import build_server
-from osiris.server.early import Handover, StartCache
 from osiris.server.http_guard import LegacyHttpGuard
+from osiris.server.start_cache import Handover, StartCache
 from osiris.server.stdio import serve as serve_lines
 
 log = logging.getLogger(__name__)
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 UNAUTHORIZED = ("Unauthorized: send 'Authorization: Bearer <token>' with a token from "
                 "OSIRIS_HTTP_TOKEN; for an entry written name=token, send only the token "
                 "after '=', not the name")
@@ -46,14 +46,7 @@ class BearerAuth:
 
     def principal(self, header: str) -> str | None:
         """The token's name, comparing every known token in constant time."""
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token:
-            return None
-        found = None
-        for name, known in self.tokens:
-            if hmac.compare_digest(token.encode(), known.encode()):
-                found = name
-        return found
+        return token_name(bearer_token(header), self.tokens)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -110,20 +103,33 @@ def http_app(settings: Settings, port: int, server: Any = None) -> ASGIApp:
     return app
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port, the kernel's choice), so
+    that the port served is known before anything is announced, and no other process can
+    take it in between. OSError when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+
+
 def serve_http(settings: Settings) -> None:
-    """Run the Streamable HTTP server until interrupted."""
+    """Run the Streamable HTTP server until interrupted (OSError: the address could not be
+    bound)."""
     import uvicorn
+
+    sock = listen(settings.http_host, settings.http_port)
+    settings = replace(settings, http_port=int(sock.getsockname()[1]))
 
     class AnnouncingServer(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if self.started:  # bound and listening (a failed bind has exited already)
+            if self.started:  # listening
                 sys.stderr.write(listening_line(settings) + "\n")
                 sys.stderr.flush()
 
     app = http_app(settings, settings.http_port)
     AnnouncingServer(uvicorn.Config(app, host=settings.http_host, port=settings.http_port,
-                                    log_level=settings.log_level.lower(), lifespan="on")).run()
+                                    log_level=settings.log_level.lower(), lifespan="on")
+                     ).run(sockets=[sock])
 
 
 def listening_line(settings: Settings) -> str:

@@ -6,11 +6,13 @@ DuckDB lets exactly one process open a database file read-write, and while it is
 open no other process can open it at all, not even read-only (``IOException:
 Could not set lock on file … Conflicting lock is held``; ../shared/FACTS.md). Yet
 every stdio MCP client spawns its own OSIRIS server, and the dashboard and the
-notebooks read while agents write. So no OSIRIS process keeps the file open:
+notebooks read while agents write. By default one process per home, the store owner
+(:mod:`osiris.owner`), holds the file and serves the others over a socket; this module
+is what it, and every process with ``OSIRIS_STORE_OWNER=off``, opens the file with:
 
 * Every unit of work opens a connection, does its work in one transaction and
-  closes it ("connection per unit of work"). Opening costs ~15-25 ms and closing
-  ~5 ms, which is small next to an agent's turn, and one engine call is one unit.
+  closes it ("connection per unit of work"), unless its caller keeps one (the owner's
+  write-behind, :mod:`osiris.store.write_behind`).
 * Before opening, a process takes an advisory ``flock`` on ``osiris.duckdb.lock`` beside
   the database: exclusive for writers, shared for readers. OSIRIS processes thus
   queue on the lock file instead of colliding on DuckDB's own lock, readers run
@@ -20,8 +22,10 @@ notebooks read while agents write. So no OSIRIS process keeps the file open:
   could hold a writer off for ever. A second lock file, ``osiris.duckdb.turnstile``, is
   the queue: a writer holds it exclusively while it waits for the main lock, and a
   reader passes it (takes it shared, lets go at once) before asking for the main lock.
-  New readers thus queue behind a waiting writer, the readers already inside finish,
-  and the writer goes next.
+  Readers that arrive after a writer began to wait thus queue behind it, the readers
+  already inside finish, and the writer goes next. This is a preference for writers
+  over later readers, not a queue: among several waiting writers, and for a reader
+  that passed the turnstile just before a writer took it, the kernel decides the order.
 * Waiting is in the kernel and bounded: a contended ``flock`` blocks in a helper thread
   (woken the moment the holder lets go) for at most ``OSIRIS_LOCK_TIMEOUT_S`` (30 s by
   default); past it the call fails with :class:`~osiris.errors.StoreBusyError`, naming
@@ -414,18 +418,18 @@ class Database:
 def ask_owner_to_release(home: Path) -> bool:
     """Ask the store owner of ``home`` (if one listens) to close the database and exit;
     True when one agreed."""
-    from osiris.store import owner_client
+    from osiris import owner_wire
 
     try:
-        sock = owner_client.try_connect(owner_client.socket_path(home))
+        sock = owner_wire.try_connect(owner_wire.socket_path(home))
     except StoreError:
         return False
     if sock is None:
         return False
     try:
         sock.settimeout(5.0)
-        owner_client.send_frame(sock, {"op": "release"})
-        reply, _ = owner_client.recv_frame(sock, 1 << 20)
+        owner_wire.send_frame(sock, {"op": "release"})
+        reply, _ = owner_wire.recv_frame(sock, 1 << 20)
     except (OSError, EOFError, ValueError):
         return False
     finally:

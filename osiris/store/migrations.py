@@ -8,6 +8,7 @@ prefix of :data:`MIGRATIONS` was written by another OSIRIS and is refused.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -242,3 +243,33 @@ MIGRATIONS: tuple[Migration, ...] = (
         "INSERT INTO owner_log VALUES (1, 0)",
     )),
 )
+
+
+@functools.cache
+def _schema() -> dict[str, tuple[tuple[str, bool], ...]]:
+    """Every table's columns in order, each with whether a sequence fills it, as the
+    migrations leave them (applied to an in-memory database, once per process)."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        for migration in MIGRATIONS:
+            for statement in migration.statements:
+                con.execute(statement)
+        tables: dict[str, list[tuple[str, bool]]] = {}
+        for table, column, default in con.execute(
+                "SELECT table_name, column_name, column_default FROM information_schema.columns"
+                " ORDER BY table_name, ordinal_position").fetchall():
+            tables.setdefault(table, []).append(
+                (column, str(default or "").startswith("nextval(")))
+    finally:
+        con.close()
+    return {table: tuple(columns) for table, columns in tables.items()}
+
+
+def table_columns(table: str, *, with_sequences: bool = False) -> tuple[str, ...]:
+    """The columns of ``table`` in schema order: the one registry of what the migrations
+    create (columns a sequence fills left out unless ``with_sequences``). KeyError for a
+    table the migrations do not create."""
+    return tuple(name for name, sequenced in _schema()[table]
+                 if with_sequences or not sequenced)

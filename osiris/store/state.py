@@ -21,7 +21,7 @@ import duckdb
 
 from osiris.config import Settings
 from osiris.core.hashing import canonical_json, sha256_hex
-from osiris.errors import NotFoundError, OsirisError, StoreError
+from osiris.errors import NotFoundError, OsirisError, StoreError, missing_home_message
 from osiris.store import journal, owner_log, statements
 from osiris.store.db import Database
 from osiris.store.refs import RefStore
@@ -146,17 +146,6 @@ class Tx:
             [self.now_us, task_id, event_seq, provider, prompt_tokens, cache_read_tokens,
              cache_write_tokens, output_tokens, estimated_prompt_tokens, canonical_json(raw)],
         )
-
-
-HOME_CREATORS = ("it is created by the first MCP server / hook that writes: run an agent "
-                 "with OSIRIS (mcp-osiris) or `osiris serve` once, or point OSIRIS_HOME at "
-                 "an existing home")
-"""What makes a home exist (read-only commands never create one)."""
-
-
-def missing_home_message(home: Path) -> str:
-    """The one sentence every read-only entry point gives for a home that is not there."""
-    return f"there is no OSIRIS home at {home} (no osiris.duckdb); {HOME_CREATORS}"
 
 
 class Store:

@@ -10,8 +10,8 @@ import jsonschema
 import pyarrow.parquet as pq
 import pytest
 
-from osiris.harness.sessions import schema
-from osiris.harness.traces import find_traces, load_trace
+from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.user_sessions import schema
 from tests.conftest import TRACES, run_cli
 from tests.harness.transcripts import claude_session_file, codex_rollout
 
@@ -36,6 +36,7 @@ def whole_dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, A
     return doc, out
 
 
+@pytest.mark.slow
 def test_every_format_of_the_dataset_replays_and_matches_the_schema(
         whole_dataset: tuple[dict[str, Any], Path]) -> None:
     doc, _ = whole_dataset

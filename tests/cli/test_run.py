@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.engine import Engine
@@ -83,6 +85,7 @@ def test_threshold_and_non_utf8_output(osiris_home: Path) -> None:
     assert b"\xff\xfe" in binary.stdout and b"osiris:" not in binary.stdout  # verbatim
 
 
+@pytest.mark.slow
 def test_a_broken_home_prints_the_output_verbatim(tmp_path: Path) -> None:
     home = tmp_path / "broken"
     home.mkdir()

@@ -435,6 +435,7 @@ def test_the_installed_mcp_tool_hooks_answer_through_the_running_server(
     assert by_command <= refs[task]
 
 
+@pytest.mark.slow
 def test_a_busy_store_is_a_logged_skip_before_the_hook_times_out(osiris_home: Path) -> None:
     """The installed hook has 10 s; OSIRIS waits at most 5 s for the store's lock, so a
     busy store ends in a skip the user sees, not in Claude Code killing the hook."""

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from osiris.harness.model_script import ToolCall, prompt_tokens
-from osiris.harness.model_server import ModelServer
+from osiris.harness.clients.model_script import ToolCall, prompt_tokens
+from osiris.harness.clients.model_server import ModelServer
 from tests.conftest import run_cli
 from tests.loop_script import SUBMIT, RecallScript, big_file
+
+pytestmark = pytest.mark.slow  # real mini-swe-agent sessions
 
 NEED = "row 2500: value 17500"
 OSIRIS_AGENT = "osiris.clients.minisweagent.OsirisAgent"

@@ -18,7 +18,7 @@ from osiris.core.outline import Symbol
 from osiris.core.query import QueryResult
 from osiris.core.tokens import default_counter
 from osiris.errors import InvalidInputError
-from osiris.harness.traces import load_trace
+from osiris.harness.importers.traces import load_trace
 from tests.conftest import TRACES
 
 COUNTER = default_counter()

@@ -1,8 +1,9 @@
-"""``osiris-dashboard`` as a real process on a free port."""
+"""``osiris-dashboard`` as a real process on a port of its own choosing."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import sys
 import time
@@ -10,30 +11,31 @@ from collections.abc import Iterator
 
 import httpx2
 
-from tests.server.transports import free_port, osiris_env
+from tests.server.streams import WAIT_S, announced
+from tests.server.transports import osiris_env
 
 
 @contextlib.contextmanager
-def dashboard(env: dict[str, str] | None = None, *args: str,
-              port: int | None = None) -> Iterator[str]:
-    """Start the dashboard (``python -c 'osiris.dashboard.main()'``); yield its base URL."""
-    port = port or free_port()
+def dashboard(env: dict[str, str] | None = None, *args: str) -> Iterator[str]:
+    """Start the dashboard (``python -c 'osiris.dashboard.main()'``) on a port it binds
+    itself (``--port 0``, announced on stderr); yield its base URL once it answers."""
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from osiris.dashboard import main; "
-         "sys.exit(main(sys.argv[1:]))", "--port", str(port), *args],
+         "sys.exit(main(sys.argv[1:]))", "--port", "0", *args],
         env=env or osiris_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
     try:
-        while True:  # bounded wait for the first answer
-            if proc.poll() is not None:
-                raise RuntimeError(f"dashboard exited: {proc.stderr.read() if proc.stderr else ''}")
+        line = announced(proc, "osiris-dashboard: http://")[-1]
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert found is not None, line
+        base = f"http://127.0.0.1:{found.group(1)}"
+        deadline = time.monotonic() + WAIT_S
+        while True:  # the socket listens already; wait (bounded) for the app's first answer
             with contextlib.suppress(httpx2.TransportError):
                 if httpx2.get(f"{base}/healthz", timeout=2).status_code in (200, 401):
                     break
-            if time.monotonic() > deadline:
-                raise TimeoutError("dashboard did not start within 60 s")
-            time.sleep(0.1)
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"dashboard did not answer (exit {proc.poll()})")
+            time.sleep(0.05)
         yield base
     finally:
         proc.terminate()

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from tests.browser import (
@@ -18,6 +19,8 @@ from tests.browser import (
 )
 from tests.dashboard.process import dashboard
 from tests.server.transports import osiris_env, stdio_params
+
+pytestmark = pytest.mark.slow  # a real browser
 
 HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
 

@@ -58,6 +58,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield base, facts
 
 
+@pytest.mark.slow
 def test_every_page_renders_with_real_engine_data(site: Any) -> None:
     base, facts = site
     task, ref = facts["task"], facts["ref"]

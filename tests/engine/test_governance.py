@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -15,37 +16,8 @@ from osiris.engine import Engine
 from osiris.errors import InvalidInputError
 from tests.conftest import REPO, run_cli
 
-RULES = '''
-[[invariant]]
-id = "tests-before-commit"
-when = { tool = "git.commit" }
-require = { state = "tests_passed" }
-message = "Cannot commit while tests are failing"
-
-[[invariant]]
-id = "no-test-edit"
-when = { path_glob = "tests/**" }
-verdict = "require_approval"
-message = "Modifying test suites requires explicit approval"
-
-[[invariant]]
-id = "no-force-push"
-when = { tool = "Bash", args = { command = "git push .*--force" } }
-verdict = "block"
-message = "Never force-push"
-
-[[invariant]]
-id = "prefer-ripgrep"
-when = { tool = "Bash", args = { command = "^grep -r" } }
-verdict = "suggest_alternative"
-alternative = "use the Grep tool"
-message = "grep -r is slow here"
-
-[[invariant]]
-id = "careful-with-migrations"
-when = { path_glob = "**/migrations/*.py" }
-message = "Migrations are append-only"
-'''
+# The guard rails the large home uses too: each kind of rule once.
+RULES = (resources.files("osiris.harness") / "data" / "invariants.toml").read_text("utf-8")
 
 
 @pytest.fixture

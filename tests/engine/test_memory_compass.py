@@ -8,7 +8,7 @@ import pytest
 
 from osiris.engine import Engine
 from osiris.errors import NotFoundError
-from osiris.harness.traces import load_trace
+from osiris.harness.importers.traces import load_trace
 from tests.conftest import TRACES
 
 CLAUDE_18 = (TRACES / "claude-code__tielec-ai-workflow-agent" / "issue-18"

@@ -9,9 +9,9 @@ import pytest
 
 from osiris.config import Settings
 from osiris.engine import Engine
+from osiris.engine.audit import audit_task
 from osiris.errors import InvalidInputError, NotFoundError, SandboxError
-from osiris.harness.traces import load_trace
-from osiris.store.audit import audit_task
+from osiris.harness.importers.traces import load_trace
 from tests.conftest import TRACES
 
 CLAUDE_121 = (TRACES / "claude-code__tielec-ai-workflow-agent" / "issue-121"

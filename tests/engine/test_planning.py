@@ -12,8 +12,8 @@ import duckdb
 import pytest
 
 from osiris.engine import Engine
+from osiris.engine.audit import audit_task
 from osiris.errors import InvalidInputError, NotFoundError
-from osiris.store.audit import audit_task
 from tests.conftest import REPO, run_cli
 
 

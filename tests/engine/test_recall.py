@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from osiris.engine import Engine
+from osiris.engine.audit import audit_task
 from osiris.errors import IntegrityError, InvalidInputError, NotFoundError
-from osiris.harness.traces import load_trace
-from osiris.store.audit import audit_task
+from osiris.harness.importers.traces import load_trace
 from tests.conftest import TRACES
 
 PYLINT = TRACES / "mini-swe-agent__gruckion-fork" / "pylint-dev__pylint-6528.traj.json"

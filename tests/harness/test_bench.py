@@ -6,10 +6,13 @@ import json
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from osiris.harness.owner_perf import sustained_rate
-from osiris.harness.report import body_of
+from osiris.harness.bench.owner import sustained_rate
+from osiris.harness.reports.report import body_of
 from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # runs the benchmark
 
 
 def test_quick_bench_writes_every_report(tmp_path: Path) -> None:

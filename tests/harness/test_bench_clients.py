@@ -20,11 +20,7 @@ import polars as pl
 import pytest
 
 from osiris.harness.clients.configs import BARE, OSIRIS, install
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
-from osiris.harness.clients.sessions import measure, segments
-from osiris.harness.clients.trace_script import PathMap, TraceScript, plan
-from osiris.harness.clients.workspaces import manifest, tarball_for, unpack
-from osiris.harness.model_script import (
+from osiris.harness.clients.model_script import (
     ANTHROPIC,
     FinalText,
     ModelRequest,
@@ -32,10 +28,17 @@ from osiris.harness.model_script import (
     ToolCall,
     results_by_id,
 )
-from osiris.harness.model_server import ModelServer
-from osiris.harness.workloads import Need, Session, Step
+from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.clients.sessions import measure, segments
+from osiris.harness.clients.trace_plan import PathMap, plan
+from osiris.harness.clients.trace_script import TraceScript
+from osiris.harness.clients.workspaces import manifest, tarball_for, unpack
+from osiris.harness.replay.workloads import Need, Session, Step
 from tests.conftest import REPO
 from tests.harness.real_clients import TOOLS, require_client
+
+pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions
 
 BIG_LINES = 1200
 """About 17,000 cl100k tokens: under Claude Code's 25,000-token Read cap, far over Codex's cut."""
@@ -293,7 +296,7 @@ def test_measure_counts_every_request_of_a_run(tmp_path: Path) -> None:
 
 
 def test_the_clients_section_leads_the_report_and_is_replaced_in_place() -> None:
-    from osiris.harness import report
+    from osiris.harness.reports import report
 
     text = "# OSIRIS benchmark\n\n<!-- run -->\nRun x.\n<!-- /run -->\n\nReproduce with …\n"
     first = report.with_clients_section(text, "## Inside the real clients\n\nold\n")

@@ -10,11 +10,15 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from osiris.harness.clients import mini
 from osiris.harness.clients.sessions import session_rows
 from osiris.harness.clients.workspaces import WorkspaceError
 from tests.conftest import home_rows
 from tests.loop_script import big_file
+
+pytestmark = pytest.mark.slow  # real mini-swe-agent sessions
 
 MARKER = "marker_5ab1e"
 GHOST = "ghost_77c0d"

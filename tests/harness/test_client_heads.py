@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.tokens import default_counter
-from osiris.harness import client_heads
+from osiris.harness.clients import capture as client_heads
 from osiris.harness.clients.behaviour import bisect
 from osiris.harness.clients.configs import CONFIGURATIONS, OSIRIS, install
 from osiris.harness.clients.heads import (
@@ -18,8 +18,8 @@ from osiris.harness.clients.heads import (
     delta,
     measure_head,
 )
+from osiris.harness.clients.model_script import ANTHROPIC, OPENAI, ModelRequest
 from osiris.harness.clients.run import CLIENTS, CODEX, VERSIONS, Tools, Workspace, point_codex_at
-from osiris.harness.model_script import ANTHROPIC, OPENAI, ModelRequest
 from tests.conftest import REPO
 
 COUNTER = default_counter()

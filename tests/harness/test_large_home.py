@@ -12,12 +12,14 @@ import pytest
 from osiris.config import Settings
 from osiris.core.task_state import TaskState
 from osiris.engine import Engine
+from osiris.engine.audit import audit_task
+from osiris.engine.health import collect_health
 from osiris.errors import InvalidInputError
-from osiris.harness.large_home import build_large_home, verify_large_home
-from osiris.health import collect_health
-from osiris.store.audit import audit_task
+from osiris.harness.bench.large_home import build_large_home, verify_large_home
 from osiris.store.state import Store
 from tests.conftest import home_rows
+
+pytestmark = pytest.mark.slow  # builds a large home
 
 TASKS, EVENTS = 50, 5_000
 END_US = 1_790_000_000_000_000

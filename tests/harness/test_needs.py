@@ -1,4 +1,4 @@
-"""The needs of a session (the rule of ``osiris/harness/workloads.py``), rule by rule."""
+"""The needs of a session (the rule of ``osiris/harness/replay/workloads.py``), rule by rule."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.tokens import default_counter
-from osiris.harness.traces import load_trace
-from osiris.harness.workloads import (
+from osiris.harness.importers.traces import load_trace
+from osiris.harness.replay.workloads import (
     NEED_KINDS,
     Need,
     Step,

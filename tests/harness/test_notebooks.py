@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from osiris.harness.notebooks import NOTEBOOKS, execute
+from osiris.harness.notebooks import NOTEBOOKS, drift, execute, main, sync
 from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # a quick benchmark, then every notebook
 
 
 @pytest.fixture(scope="module")
@@ -39,3 +41,22 @@ def test_report_notebook_fails_when_the_report_drifts(quick_reports: Path,
     with pytest.raises(Exception, match="differ"):
         execute(REPO / "notebooks" / "01_report_tables.ipynb",
                 {"QUICK": True, "REPORTS": str(drifted), "REPO": str(REPO)})
+
+
+def test_the_ipynb_files_are_their_py_sources(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    assert drift() == []
+    folder = tmp_path / "notebooks"
+    shutil.copytree(REPO / "notebooks", folder)
+    source = folder / "02_prune_thresholds.py"
+    source.write_text(source.read_text().replace("QUICK = False", "QUICK = True", 1))
+    assert drift(folder) == ["02_prune_thresholds.ipynb"]
+    (folder / "04_traces.ipynb").unlink()
+    assert drift(folder) == ["02_prune_thresholds.ipynb", "04_traces.ipynb"]
+    sync(folder)
+    assert drift(folder) == []
+    assert (folder / "04_traces.ipynb").read_bytes() == (REPO / "notebooks" /
+                                                          "04_traces.ipynb").read_bytes()
+    assert main(["--check"]) == 0

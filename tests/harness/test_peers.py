@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from osiris.core.tokens import default_counter
-from osiris.harness import peers, report
-from osiris.harness.benchmark import run_matrix
-from osiris.harness.replay import RawSystem
-from osiris.harness.workloads import SweepWorkload, TraceWorkload
+from osiris.harness.bench.tokens import run_matrix
+from osiris.harness.replay.turns import RawSystem
+from osiris.harness.replay.workloads import SweepWorkload, TraceWorkload
+from osiris.harness.reports import report
+from osiris.harness.systems import peers
 from tests.conftest import REPO, TRACES
 
 PEERS_PYTHON = REPO / ".tools" / "peers-venv" / "bin" / "python"

@@ -14,9 +14,9 @@ from pathlib import Path
 from osiris.core.tokens import default_counter
 from osiris.harness.clients.configs import OSIRIS, install
 from osiris.harness.clients.heads import Neutraliser, measure_head
+from osiris.harness.clients.model_script import FinalText, ScriptedTurns, ToolCall, tool_results
+from osiris.harness.clients.model_server import ModelServer
 from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
-from osiris.harness.model_script import FinalText, ScriptedTurns, ToolCall, tool_results
-from osiris.harness.model_server import ModelServer
 from tests.harness.real_clients import TOOLS, require_client
 
 # The shell computes the answer, so only a command that really ran can produce it.

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from osiris.core.tokens import default_counter
-from osiris.harness.osiris_system import NeverPrune, OsirisSystem
-from osiris.harness.profiles import profile
-from osiris.harness.replay import ClientNativeSystem, Context, CountingCache, RawSystem
-from osiris.harness.retrieval import longest_visible, query_for
-from osiris.harness.workloads import Need, Session, Step
+from osiris.harness.replay.profiles import profile
+from osiris.harness.replay.retrieval import longest_visible, query_for
+from osiris.harness.replay.turns import ClientNativeSystem, Context, CountingCache, RawSystem
+from osiris.harness.replay.workloads import Need, Session, Step
+from osiris.harness.systems.osiris_engine import NeverPrune, OsirisSystem
 from tests.conftest import run_cli
 
 COUNTING = CountingCache(default_counter())

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
-from osiris.harness.benchmark import break_even, run_matrix
-from osiris.harness.osiris_system import NeverPrune, OsirisSystem
-from osiris.harness.profiles import profile
-from osiris.harness.replay import ClientNativeSystem, CountingCache, OracleSystem, RawSystem
-from osiris.harness.workloads import Need, Session, Step, derive_trace_needs, sweep_needs
+from osiris.harness.bench.tokens import break_even, run_matrix
+from osiris.harness.replay.profiles import profile
+from osiris.harness.replay.turns import ClientNativeSystem, CountingCache, OracleSystem, RawSystem
+from osiris.harness.replay.workloads import Need, Session, Step, derive_trace_needs, sweep_needs
+from osiris.harness.systems.osiris_engine import NeverPrune, OsirisSystem
 
 COUNTING = CountingCache(default_counter())
 
@@ -65,7 +65,23 @@ def test_net_gains_and_break_even(tmp_path: Path) -> None:
     osiris = {r["size"]: r for r in rows if r["system"] == "osiris-adaptive"}
     assert osiris[50]["net_gain_final_excluding_fixed"] == 0.0  # bystander: untouched
     assert osiris[5000]["net_gain_final_context_tokens"] > 0.5
-    assert break_even(rows) is not None
+    small, large = (osiris[n]["net_gain_final_context_tokens"] for n in (50, 5000))
+    # The size where the gain crosses zero, on the line between the two sizes (or the
+    # smallest size when OSIRIS already wins there).
+    expected = 50.0 if small >= 0 else round(50 + 4950 * -small / (large - small), 1)
+    assert break_even(rows) == expected
+
+
+def test_break_even_is_where_the_gain_crosses_zero() -> None:
+    def rows(*points: tuple[int, float]) -> list[dict[str, object]]:
+        return [{"system": "osiris-adaptive", "size": size,
+                 "net_gain_final_context_tokens": gain} for size, gain in points]
+
+    assert break_even(rows((100, -0.2), (200, 0.2), (400, 0.5))) == 150.0
+    assert break_even(rows((400, 0.5), (100, -0.3), (200, -0.1))) == 233.3  # any order
+    assert break_even(rows((100, 0.1), (200, 0.3))) == 100.0  # wins from the start
+    assert break_even(rows((100, -0.4), (200, -0.1))) is None  # never wins
+    assert break_even([]) is None
 
 
 def test_sweep_needs_come_from_the_middle_and_the_end() -> None:

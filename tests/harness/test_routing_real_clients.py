@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from osiris.harness.clients.configs import OSIRIS, install
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
-from osiris.harness.clients.trace_script import COMPACT_MARKER
-from osiris.harness.model_script import (
+from osiris.harness.clients.model_script import (
     ANTHROPIC,
     FinalText,
     ModelRequest,
@@ -28,8 +28,12 @@ from osiris.harness.model_script import (
     prompt_text,
     tool_results,
 )
-from osiris.harness.model_server import ModelServer
+from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.clients.trace_script import COMPACT_MARKER
 from tests.harness.real_clients import TOOLS, require_client
+
+pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions
 
 CODEX_ARGS = ("-m", "gpt-5-codex")
 REF = re.compile(r"mem://sha256:[0-9a-f]{64}")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.tokens import default_counter
-from osiris.harness.task_prompts import READ_REMINDER, read_result
-from osiris.harness.traces import find_traces, load_trace
+from osiris.harness.importers.task_prompts import READ_REMINDER, read_result
+from osiris.harness.importers.traces import find_traces, load_trace
 from tests.conftest import TRACES, run_cli
 from tests.harness.transcripts import SESSION_ID, claude_session_file
 

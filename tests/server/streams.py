@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
+import select
 import subprocess
 import sys
 import threading
@@ -58,6 +60,30 @@ class Lines(Generic[AnyStr]):
         while (line := self.next()) is not None:
             out.append(line)
         return out
+
+
+def announced(proc: subprocess.Popen[str], marker: str, timeout: float = WAIT_S) -> list[str]:
+    """The stderr lines of ``proc`` up to and including the first that contains ``marker``,
+    read byte by byte from the pipe with a deadline (nothing after it is consumed: the rest
+    stays for ``proc.communicate()``). AssertionError when the process ends or the deadline
+    passes first."""
+    assert proc.stderr is not None
+    fd, lines, line = proc.stderr.fileno(), [], b""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError(f"no {marker!r} on stderr within {timeout} s: {lines}")
+        byte = os.read(fd, 1)
+        if not byte:
+            raise AssertionError(f"the process ended (exit {proc.wait()}) before it said "
+                                 f"{marker!r}: {lines}")
+        line += byte
+        if byte == b"\n":
+            lines.append(line.decode("utf-8", "replace"))
+            line = b""
+            if marker in lines[-1]:
+                return lines
 
 
 class RawStdio:

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client, StdioServerParameters
 
 from osiris.config import Settings
-from osiris.server.early import (
+from osiris.server.start_cache import (
     BUILT_VERSIONS,
     CACHE_NAME,
     VERIFIED_SDK,
@@ -120,6 +121,7 @@ VARIANTS = ({}, {"OSIRIS_TOOL_NAMES": "dotted", "OSIRIS_HOOK_TOOL": "on"},
             {"OSIRIS_DISPATCH_ONLY": "on", "OSIRIS_HOOK_TOOL": "on"})
 
 
+@pytest.mark.slow
 def test_built_answers_are_the_sdks_own_for_every_variant(osiris_home: Path) -> None:
     """What a first start answers without the SDK has the same JSON values as what the
     SDK answers, for every list of tools and every protocol version answered so; under

@@ -27,6 +27,7 @@ async def _task(client: Client) -> str:
     return str(start.structured_content["task_id"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["inprocess", "stdio"])
 def test_a_huge_wrong_input_gets_a_short_scrubbed_error(transport: str) -> None:
     big_list = [f"line {i} token {SECRET}" for i in range(120_000)]  # ~5 MiB, not a string

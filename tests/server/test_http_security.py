@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import httpx2
 import pytest
 
-from tests.server.streams import Lines
-from tests.server.transports import free_port, http_client, http_server, osiris_env, run
+from tests.server.transports import (
+    http_client,
+    http_server,
+    http_server_announcing,
+    osiris_env,
+    run,
+)
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -73,25 +76,14 @@ def test_bearer_tokens_and_task_binding() -> None:
         run(flow())
 
 
-def test_non_loopback_bind_without_token_warns_loudly(tmp_path: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "osiris", "serve", "--http", "--host",
-                             "0.0.0.0", "--port", str(port)], env=osiris_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        stderr = ""
-        deadline = time.monotonic() + 60
-        assert proc.stderr is not None
-        while "WITHOUT a bearer token" not in stderr and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            stderr += line
+def test_non_loopback_bind_without_token_warns_loudly() -> None:
+    # Every read of the server's stderr is bounded (tests/server/streams.announced).
+    with http_server_announcing(osiris_env(), host="0.0.0.0") as (url, _, lines):
+        stderr = "".join(lines)
         assert "WITHOUT a bearer token" in stderr
         assert "OSIRIS_HTTP_TOKEN" in stderr
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=20)
+        assert "no bearer token required" in lines[-1]
+        assert _post(url, json.dumps(INIT)).status_code == 200
 
 
 @pytest.mark.parametrize("value", ["short", "name=short"])
@@ -108,10 +100,9 @@ def test_weak_tokens_are_refused_at_start(value: str) -> None:
 @pytest.mark.parametrize("tokens", ["", "alice=alice-secret-token-0001,bob-secret-token-0002"])
 def test_serve_http_says_where_it_listens_and_whether_a_token_is_required(tokens: str) -> None:
     env = osiris_env(OSIRIS_HTTP_TOKEN=tokens)
-    with http_server(env) as (url, proc):
-        assert proc.stderr is not None
-        stderr = Lines(proc.stderr)
-        line = stderr.wait_for(lambda text: url in text)
+    with http_server_announcing(env) as (url, proc, lines):
+        line = lines[-1]
+        assert url in line and ":0/" not in url  # the port it bound, not the 0 it was given
         if tokens:
             assert "bearer token required" in line and "2 token identities" in line
             missing = _post(url, json.dumps(INIT))
@@ -120,4 +111,17 @@ def test_serve_http_says_where_it_listens_and_whether_a_token_is_required(tokens
             assert "name=token" in message and "only the token after '='" in message
         else:
             assert "no bearer token" in line
-    assert "secret-token" not in "".join(stderr.seen)
+        proc.terminate()
+        _, rest = proc.communicate(timeout=20)
+    assert "secret-token" not in "".join(lines) + rest
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    with http_server_announcing(osiris_env()) as (url, _, _lines):
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        taken = subprocess.run([sys.executable, "-m", "osiris", "serve", "--http", "--port",
+                                port], env=osiris_env(), capture_output=True, text=True,
+                               timeout=60, check=False)
+    assert taken.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in taken.stderr
+    assert "choose another --port" in taken.stderr and "Traceback" not in taken.stderr

@@ -19,6 +19,8 @@ import pytest
 from tests.conftest import REPO, home_rows
 from tests.server.transports import http_server, osiris_env
 
+pytestmark = pytest.mark.slow  # the MCP Inspector (Node)
+
 
 def _inspector() -> Path:
     found = os.environ.get("TEST_MCP_INSPECTOR") or shutil.which("mcp-inspector")

@@ -19,7 +19,7 @@ from mcp import Client
 
 from osiris.config import Settings
 from osiris.core.display import escape_controls
-from osiris.store.audit import audit_task
+from osiris.engine.audit import audit_task
 from osiris.store.state import Store
 from tests.server.transports import client_for, run
 

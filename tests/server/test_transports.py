@@ -16,8 +16,8 @@ from mcp import Client
 
 from osiris.config import Settings
 from osiris.core.operating_context import DOCTRINE
+from osiris.engine.audit import audit_task
 from osiris.server.definitions import TOOLS
-from osiris.store.audit import audit_task
 from osiris.store.state import Store
 from tests.server.transports import (
     ERAS,

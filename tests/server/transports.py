@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
+import re
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from osiris.config import Settings
 from osiris.server import build_server
 from tests.conftest import REPO
+from tests.server.streams import announced
 
 TRANSPORTS = ("inprocess", "stdio", "http")
 ERAS = ("auto", "legacy")
@@ -28,13 +28,6 @@ ERAS = ("auto", "legacy")
 def run(coro: Any) -> Any:
     """Run a coroutine to completion (tests stay plain functions)."""
     return asyncio.run(coro)
-
-
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def osiris_env(**extra: str) -> dict[str, str]:
@@ -46,27 +39,18 @@ def osiris_env(**extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def http_server(env: dict[str, str] | None = None, host: str = "127.0.0.1",
-                port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``osiris serve --http`` on a free port; yields its /mcp URL and the process."""
-    port = port or free_port()
+def http_server_announcing(env: dict[str, str] | None = None, host: str = "127.0.0.1",
+                           ) -> Iterator[tuple[str, subprocess.Popen[str], list[str]]]:
+    """``osiris serve --http --port 0``: the server binds a free port itself and says which
+    on stderr; yields its /mcp URL, the process and the stderr lines up to that one."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "osiris", "serve", "--http", "--host", host, "--port",
-         str(port)], env=env or osiris_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    deadline = time.monotonic() + 60
+        [sys.executable, "-m", "osiris", "serve", "--http", "--host", host, "--port", "0"],
+        env=env or osiris_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        while True:  # wait until the port accepts connections (bounded)
-            if proc.poll() is not None:
-                err = proc.stderr.read() if proc.stderr else ""
-                raise RuntimeError(f"HTTP server exited: {err}")
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise TimeoutError("HTTP server did not start within 60 s")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", proc
+        lines = announced(proc, "listening on http://")
+        url = re.search(r"listening on (http://\S+/mcp)", lines[-1])
+        assert url is not None, lines
+        yield url.group(1).replace("://0.0.0.0:", "://127.0.0.1:"), proc, lines
     finally:
         proc.terminate()
         try:
@@ -74,6 +58,15 @@ def http_server(env: dict[str, str] | None = None, host: str = "127.0.0.1",
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+@contextlib.contextmanager
+def http_server(env: dict[str, str] | None = None, host: str = "127.0.0.1",
+                ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``osiris serve --http`` on a port of its own choosing; yields its /mcp URL and the
+    process."""
+    with http_server_announcing(env, host) as (url, proc, _):
+        yield url, proc
 
 
 @contextlib.asynccontextmanager

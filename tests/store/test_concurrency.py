@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from osiris.config import Settings
-from osiris.harness.store_load import spawn as _spawn
+from osiris.harness.bench.store_load import spawn as _spawn
 from osiris.store import journal
 from osiris.store.state import Store
 from tests.conftest import run_cli
@@ -112,6 +112,8 @@ reads = 0
 while time.monotonic() < deadline:
     with store.read() as con:  # a slow page: the shared lock is held for 0.4 s
         con.execute("SELECT count(*) FROM events").fetchone()
+        if reads == 0:
+            print("reading", flush=True)  # holds the shared lock now
         time.sleep(0.4)
     reads += 1
 print(reads, flush=True)
@@ -137,7 +139,6 @@ def test_readers_back_to_back_do_not_starve_a_writer(osiris_home: Path) -> None:
     puts the writer before readers that come after it."""
     import subprocess
     import sys
-    import time
 
     Store(Settings(home=osiris_home)).db.migrate()
     readers = [subprocess.Popen([sys.executable, "-c", READER, str(osiris_home), "12",
@@ -151,7 +152,8 @@ def test_readers_back_to_back_do_not_starve_a_writer(osiris_home: Path) -> None:
             assert reader.stdin is not None
             reader.stdin.write("go\n")
             reader.stdin.flush()
-        time.sleep(0.5)  # both are reading now
+        for reader in readers:  # both hold the shared lock now
+            assert reader.stdout is not None and reader.stdout.readline() == "reading\n"
         # Each write may wait for the readers already inside (0.4 s); 5 s is the bound
         # a starved writer runs into.
         writer = subprocess.run([sys.executable, "-c", WRITER, str(osiris_home), "5"],

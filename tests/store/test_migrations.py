@@ -10,7 +10,7 @@ import pytest
 
 from osiris.errors import SchemaError
 from osiris.store.db import Database
-from osiris.store.migrations import MIGRATIONS, Migration
+from osiris.store.migrations import MIGRATIONS, Migration, table_columns
 from tests.conftest import run_cli
 
 
@@ -19,6 +19,24 @@ def test_fresh_database_gets_every_migration(osiris_home: Path) -> None:
     assert db.migrate() == [m.name for m in MIGRATIONS]
     assert db.migrate() == []
     assert db.applied_migrations() == [m.name for m in MIGRATIONS]
+
+
+def test_the_table_registry_is_the_migrated_schema(osiris_home: Path) -> None:
+    db = Database(osiris_home / "osiris.duckdb")
+    db.migrate()
+    with db.write() as con:
+        for (table,) in con.execute("SELECT table_name FROM information_schema.tables"
+                                    " WHERE table_schema = 'main' AND table_name <>"
+                                    " 'schema_migrations'").fetchall():  # the migrator's own
+            live = [c for (c,) in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+                " ORDER BY ordinal_position", [table]).fetchall()]
+            assert list(table_columns(table, with_sequences=True)) == live, table
+    assert "id" in table_columns("ledger", with_sequences=True)
+    assert "id" not in table_columns("ledger")  # a sequence fills it
+    assert table_columns("events")[:2] == ("seq", "ts_us")
+    with pytest.raises(KeyError):
+        table_columns("no_such_table")
 
 
 def test_older_database_is_upgraded_in_place_without_losing_rows(osiris_home: Path) -> None:

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from osiris import owner_wire
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings, settings_to_wire
-from osiris.harness.owner_load import kill_owners, owner_pid, spawn_observer, verify
-from osiris.store import owner_client
+from osiris.engine.remote import RemoteEngine, query
+from osiris.harness.bench.owner_load import kill_owners, owner_pid, spawn_observer, verify
+from osiris.owner_wire import OwnerClient, socket_path
 from osiris.store.db import ask_owner_to_release
-from osiris.store.owner_client import OwnerClient, socket_path
-from osiris.store.remote import RemoteEngine, query
 from osiris.store.state import Store
 from tests.conftest import run_cli
 
@@ -262,7 +262,7 @@ def test_off_switch_opens_the_database_in_each_process(osiris_home: Path) -> Non
     assert result.returncode == 0 and "updatedInput" in result.stdout
     assert owner_pid(osiris_home) is None
     assert not socket_path(osiris_home).exists()
-    assert owner_client.try_connect(socket_path(osiris_home)) is None
+    assert owner_wire.try_connect(socket_path(osiris_home)) is None
 
 
 def test_the_dashboard_reads_a_live_home_without_stopping_its_owner(osiris_home: Path,

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from osiris.store.state import Store
 
 # A query that runs for several seconds on one thread: a table scan (DuckDB reports
@@ -32,6 +34,7 @@ sys.stdout.write(json.dumps({"count": count}) + "\\n")
 """
 
 
+@pytest.mark.slow
 def test_a_slow_query_writes_nothing_to_stdout(store: Store, osiris_home: Path) -> None:
     with store.db.write() as con:
         con.execute("CREATE TABLE big AS SELECT i FROM range(3000000) t(i)")

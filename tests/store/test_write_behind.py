@@ -110,6 +110,7 @@ def _tables(engine: Engine) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 def test_calls_answered_from_memory_equal_calls_run_on_duckdb(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()

@@ -32,7 +32,7 @@ BARE = "bare"
 OSIRIS = "osiris"
 CONTEXT_MODE = "context-mode"
 CONFIGURATIONS = (BARE, OSIRIS, CONTEXT_MODE)
-"""The configurations whose first prompt is measured (:mod:`osiris.harness.client_heads`)."""
+"""The configurations whose first prompt is measured (:mod:`osiris.harness.clients.capture`)."""
 OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
     "osiris-observe": {"read": False, "rereads": False, "shell": False,
                        "mcp_outputs": False, "compaction": False},

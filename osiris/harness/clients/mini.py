@@ -40,13 +40,14 @@ from typing import Any
 
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
+from osiris.harness.clients.model_server import ModelServer
 from osiris.harness.clients.run import MINI_SWE_AGENT, ClientRun, Workspace
 from osiris.harness.clients.sessions import Measured, _Counts, _pct, measure, neutraliser
-from osiris.harness.clients.trace_script import PathMap, TraceScript, plan
+from osiris.harness.clients.trace_plan import PathMap, plan
+from osiris.harness.clients.trace_script import TraceScript
 from osiris.harness.clients.workspaces import WorkspaceError, commit_tree
-from osiris.harness.model_server import ModelServer
-from osiris.harness.traces import find_traces, load_trace
-from osiris.harness.workloads import session_from_trace
+from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.replay.workloads import session_from_trace
 
 BARE, OSIRIS = "bare", "osiris"
 CONFIGURATIONS = (BARE, OSIRIS)

@@ -22,8 +22,8 @@ from typing import Any
 
 import tomlkit
 
-from osiris.harness.model_script import ModelRequest
-from osiris.harness.model_server import LoggedRequest, ModelServer, prompts_of
+from osiris.harness.clients.model_script import ModelRequest
+from osiris.harness.clients.model_server import LoggedRequest, ModelServer, prompts_of
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"

@@ -49,6 +49,16 @@ from osiris.harness.clients.configs import (
     install,
 )
 from osiris.harness.clients.heads import Neutraliser, measure_head
+from osiris.harness.clients.model_script import (
+    ANTHROPIC,
+    OPENAI,
+    ModelRequest,
+    is_agent_turn,
+    last_user_text,
+    prompt_text,
+    results_by_id,
+)
+from osiris.harness.clients.model_server import ModelServer
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
     CODEX,
@@ -58,26 +68,11 @@ from osiris.harness.clients.run import (
     Workspace,
     run_client,
 )
-from osiris.harness.clients.trace_script import (
-    COMPACT_MARKER,
-    PathMap,
-    TraceScript,
-    plan,
-    summaries_of,
-)
+from osiris.harness.clients.trace_plan import PathMap, plan
+from osiris.harness.clients.trace_script import COMPACT_MARKER, TraceScript, summaries_of
 from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
-from osiris.harness.model_script import (
-    ANTHROPIC,
-    OPENAI,
-    ModelRequest,
-    is_agent_turn,
-    last_user_text,
-    prompt_text,
-    results_by_id,
-)
-from osiris.harness.model_server import ModelServer
-from osiris.harness.traces import load_trace
-from osiris.harness.workloads import session_from_trace
+from osiris.harness.importers.traces import load_trace
+from osiris.harness.replay.workloads import session_from_trace
 
 ROOT = Path("/tmp/osiris-bench-clients")  # noqa: S108 - fixed on purpose (see below)
 """Scratch root of every session, the same on every machine and run: the paths reach the

@@ -1,6 +1,6 @@
 """A real trace played by the scripted model inside a real client, honestly.
 
-:func:`plan` turns an imported session (:func:`osiris.harness.workloads.session_from_trace`,
+:func:`plan` turns an imported session (:func:`osiris.harness.replay.workloads.session_from_trace`,
 needs derived by its mechanical rule) into the calls the model will issue, in the
 trace's order, with the trace's working directory mapped onto the unpacked workspace
 (:class:`PathMap`) and each tool named as the live client names it (Claude Code keeps its
@@ -19,16 +19,16 @@ final answer) it looks at the prompt it has just received:
   agent's (npm runs offline, tests fail differently), the same way in every
   configuration;
 * any other need must be **retrieved** with the tools the configuration really offers,
-  choosing the query by the ``visible`` rule (:func:`osiris.harness.retrieval.query_for`:
+  choosing the query by the ``visible`` rule (:func:`osiris.harness.replay.retrieval.query_for`:
   the longest substring of the need, at least 4 characters, visible in that prompt): a
   file (a ``Read``, an edit, a persisted Bash output) is searched with ``Grep`` (Codex:
   ``grep -n -F``), then paged with ``Read`` offset/limit (Codex: ``sed -n``) in
-  :data:`~osiris.harness.retrieval.WINDOW_LINES`-line windows from a little above the
+  :data:`~osiris.harness.replay.retrieval.WINDOW_LINES`-line windows from a little above the
   first line the search found (then the lines above it), as an agent reading the
   search's line numbers would; a command's output is searched by running the command
   again through ``grep -n -F``, then paged through ``sed -n`` the same way; a
   ``Grep``/``Glob`` result by issuing it again. Each retrieval call is counted; after
-  :data:`~osiris.harness.retrieval.MAX_CALLS` calls the need is **lost**.
+  :data:`~osiris.harness.replay.retrieval.MAX_CALLS` calls the need is **lost**.
 
 A need whose source result is an OSIRIS preview (its footer names the ref and says to
 ``osiris_recall`` it) is fetched with ``osiris_recall`` on that ref when the client
@@ -52,8 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, MINI_SWE_AGENT
-from osiris.harness.model_script import (
+from osiris.harness.clients.model_script import (
     OPENAI,
     Action,
     FinalText,
@@ -65,15 +64,11 @@ from osiris.harness.model_script import (
     results_by_id,
     tool_names,
 )
-from osiris.harness.retrieval import MAX_CALLS, WINDOW_LINES, query_for
-from osiris.harness.workloads import Need, Session
+from osiris.harness.clients.run import CLAUDE_CODE, MINI_SWE_AGENT
+from osiris.harness.clients.trace_plan import PathMap, Planned
+from osiris.harness.replay.retrieval import MAX_CALLS, WINDOW_LINES, query_for
+from osiris.harness.replay.workloads import Need, Session
 
-SKIPPED_TOOLS = {
-    "WebFetch": "needs the network", "WebSearch": "needs the network",
-    "Task": "a sub-agent runs its own model conversation",
-    "apply_patch": "the exec --json log keeps only the paths a patch changed",
-    "format_error": "the trace's model answered out of format (no command ran)",
-}
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """The command that ends a mini-swe-agent run (its local environment's convention)."""
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation so far"
@@ -87,80 +82,11 @@ CUT_MARKERS = ("<persisted-output>", "chars truncated…", "tokens truncated…"
 """What a result that is not the whole output carries: the client's own cuts
 (mini-swe-agent's ``mini.yaml`` keeps 5,000 characters of head and of tail:
 :data:`MINI_CUT`), and the footer of an OSIRIS preview (``osiris run``, a replaced MCP
-output, a loop's ``osiris.agent`` preview)."""
-"""How each client marks an output it cut (Claude Code persists big Bash outputs;
-Codex keeps head and tail; the traces' own Claude Code 2.0 cut Bash in place)."""
+output, a loop's ``osiris.agent`` preview; Claude Code persists big Bash outputs, Codex
+keeps head and tail, the traces' own Claude Code 2.0 cut Bash in place)."""
 _SAVED_TO = re.compile(r"(?:saved to|Full output saved to):?\s*(/\S+)", re.IGNORECASE)
 MAX_EXTRA_TURNS = 400
 """A hard bound on model turns beyond the plan (retrievals), so a run always ends."""
-
-
-@dataclass(frozen=True)
-class PathMap:
-    """Maps the trace's working directory (and its ``/tmp``) onto the workspace."""
-
-    cwd: str | None
-    project: Path
-    tmp: Path
-
-    def __call__(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self(v) for k, v in value.items()}
-        return value
-
-    def text(self, text: str) -> str:
-        """One string mapped: the cwd first, then other ``/tmp/`` paths."""
-        marker = "\x00project\x00"
-        if self.cwd:
-            text = text.replace(self.cwd.rstrip("/"), marker)
-        text = re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
-        return text.replace(marker, str(self.project))
-
-
-@dataclass(frozen=True)
-class Planned:
-    """One call of the trace, as the live model will issue it."""
-
-    step: int
-    tool: str
-    input: Mapping[str, Any] | str
-    trace_tool: str
-    skip: str | None = None
-    """Why the call is not replayed (None: it is)."""
-
-
-def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any] | None:
-    """The live client's tool and input for a trace call (None: not replayable)."""
-    if tool in SKIPPED_TOOLS:
-        return None
-    if client == MINI_SWE_AGENT:
-        command = args.get("command")
-        return ("bash", {"command": str(command)}) if tool == "bash" and command else None
-    if client == CODEX:
-        if tool in {"shell", "exec_command", "local_shell"}:
-            command = args.get("command", args.get("cmd"))
-            if isinstance(command, list):
-                command = shlex.join(str(c) for c in command)
-            return ("exec_command", {"cmd": str(command)}) if command else None
-        return None
-    return tool, dict(args)
-
-
-def plan(session: Session, client: str, paths: PathMap) -> list[Planned]:
-    """The trace's calls for ``client`` (see the module docstring)."""
-    calls = []
-    for step in session.steps:
-        live = live_tool(client, step.tool, step.args)
-        if live is None:
-            reason = SKIPPED_TOOLS.get(step.tool, f"{step.tool} has no {client} equivalent")
-            calls.append(Planned(step.i, step.tool, {}, step.tool, skip=reason))
-        else:
-            calls.append(Planned(step.i, live[0], paths(live[1]), step.tool))
-    return calls
 
 
 @dataclass

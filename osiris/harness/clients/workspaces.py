@@ -19,7 +19,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from osiris.harness.traces import find_traces
+from osiris.harness.importers.traces import find_traces
 
 TREE = "ai-workflow-agent"
 """The top folder of every tarball (it becomes the project root)."""

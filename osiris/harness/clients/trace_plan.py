@@ -1,0 +1,90 @@
+"""What the scripted model replays of a trace: its tool calls, each mapped onto the live
+client's tool and the live workspace's paths, or skipped with the reason
+(:class:`~osiris.harness.clients.trace_script.TraceScript` issues them)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from osiris.harness.clients.run import CODEX, MINI_SWE_AGENT
+from osiris.harness.replay.workloads import Session
+
+SKIPPED_TOOLS = {
+    "WebFetch": "needs the network", "WebSearch": "needs the network",
+    "Task": "a sub-agent runs its own model conversation",
+    "apply_patch": "the exec --json log keeps only the paths a patch changed",
+    "format_error": "the trace's model answered out of format (no command ran)",
+}
+
+
+@dataclass(frozen=True)
+class PathMap:
+    """Maps the trace's working directory (and its ``/tmp``) onto the workspace."""
+
+    cwd: str | None
+    project: Path
+    tmp: Path
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        return value
+
+    def text(self, text: str) -> str:
+        """One string mapped: the cwd first, then other ``/tmp/`` paths."""
+        marker = "\x00project\x00"
+        if self.cwd:
+            text = text.replace(self.cwd.rstrip("/"), marker)
+        text = re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
+        return text.replace(marker, str(self.project))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One call of the trace, as the live model will issue it."""
+
+    step: int
+    tool: str
+    input: Mapping[str, Any] | str
+    trace_tool: str
+    skip: str | None = None
+    """Why the call is not replayed (None: it is)."""
+
+
+def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """The live client's tool and input for a trace call (None: not replayable)."""
+    if tool in SKIPPED_TOOLS:
+        return None
+    if client == MINI_SWE_AGENT:
+        command = args.get("command")
+        return ("bash", {"command": str(command)}) if tool == "bash" and command else None
+    if client == CODEX:
+        if tool in {"shell", "exec_command", "local_shell"}:
+            command = args.get("command", args.get("cmd"))
+            if isinstance(command, list):
+                command = shlex.join(str(c) for c in command)
+            return ("exec_command", {"cmd": str(command)}) if command else None
+        return None
+    return tool, dict(args)
+
+
+def plan(session: Session, client: str, paths: PathMap) -> list[Planned]:
+    """The trace's calls for ``client`` (see the module docstring)."""
+    calls = []
+    for step in session.steps:
+        live = live_tool(client, step.tool, step.args)
+        if live is None:
+            reason = SKIPPED_TOOLS.get(step.tool, f"{step.tool} has no {client} equivalent")
+            calls.append(Planned(step.i, step.tool, {}, step.tool, skip=reason))
+        else:
+            calls.append(Planned(step.i, live[0], paths(live[1]), step.tool))
+    return calls

@@ -1,0 +1,1 @@
+"""Importers of real agent transcripts (Claude Code, Codex, mini-swe-agent, SWE-agent)."""
