@@ -134,6 +134,17 @@ def _clean(node: Any) -> Any:
     return node
 
 
+DIALECT = "http://json-schema.org/draft-07/schema#"
+"""The schemas' JSON Schema dialect. They use nothing newer than draft-07, and declaring it
+matters: a client checks a schema against its dialect's metaschema before it validates
+with it, once per tool and session, and the ``jsonschema`` package (the Python MCP SDK's
+validator) takes 0.15-0.65 s for one of these against the 2020-12 metaschema (the default
+without ``$schema``). Under draft-07, where ``$defs`` is not a keyword but ``$ref`` may
+point anywhere in the document, the check takes 1-4 ms (the records are checked against
+the metaschema one by one in the tests instead). Ajv, the TypeScript SDK's validator,
+defaults to draft-07 too."""
+
+
 def schema_of(record: object) -> dict[str, Any]:
     """The JSON schema of a record (or a union of records), rooted at an object whose
     records live in ``$defs``."""
@@ -141,7 +152,7 @@ def schema_of(record: object) -> dict[str, Any]:
     # A list's items are the record itself: its $ref (a record) or its anyOf (a union).
     root = schema["items"]
     root = {"anyOf": [root]} if "$ref" in root else root
-    out = {"type": "object", **root, "$defs": schema.get("$defs", {})}
+    out = {"$schema": DIALECT, "type": "object", **root, "$defs": schema.get("$defs", {})}
     _describe(out, record)
     return dict(_clean(out))
 

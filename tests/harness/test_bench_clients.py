@@ -129,7 +129,8 @@ def test_installing_changes_exactly_the_large_outputs(
     # The tools publish an outputSchema; the client never puts it in front of the model
     # (it costs no prompt tokens): no field description of any answer record is there.
     described = {json.dumps(spec["description"])[1:-1]
-                 for schema in OUTPUT_SCHEMAS.values() for record in schema["$defs"].values()
+                 for schema in OUTPUT_SCHEMAS.values()
+                 for record in schema["$defs"].values()
                  for spec in record.get("properties", {}).values()}
     assert described and not [d for d in described if d in first_osiris]
     assert "outputSchema" not in first_osiris and "output_schema" not in first_osiris
