@@ -52,13 +52,15 @@ def fast(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff on everything, strict mypy on osiris/, the layers' import contracts
-    (``[tool.importlinter]`` in pyproject.toml)."""
+    (``[tool.importlinter]`` in pyproject.toml), the generated notebooks and schemas."""
     session.install("-e", ".[test,analysis,dev]")
     session.run("ruff", "check", "osiris", "tests", "bench", "noxfile.py")
     session.run("mypy")
     session.run("lint-imports", "--no-cache")
     # The notebooks' .ipynb files say what their jupytext .py sources say.
     session.run("python", "-m", "osiris.harness.notebooks", "--check")
+    # The tools' published outputSchema is what the answer records give.
+    session.run("python", "-m", "osiris.contracts.schemas", "--check")
 
 
 @nox.session

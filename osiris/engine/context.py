@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
 
 from osiris.config import Settings
+from osiris.contracts.events import VERSIONS
 from osiris.core.cost_models import CostModel
 from osiris.core.hashing import canonical_json
 from osiris.core.task_state import TaskState
@@ -26,6 +27,7 @@ from osiris.engine.rules import RulesLoader
 from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store import statements
 from osiris.store.db import fetch_row
+from osiris.store.journal import JournalEvent
 from osiris.store.state import Store, Tx
 
 TASK_ID_PREFIX = "t_"
@@ -98,6 +100,17 @@ _SAVED_MAX = 256
 _SAVED_LOCK = threading.Lock()
 
 
+def journal(tx: Tx, kind: str, body: Mapping[str, Any], *, task_id: str | None,
+            ) -> JournalEvent:
+    """Append a ``kind`` event whose body is ``body`` stamped with the version of its
+    record in the catalogue (:mod:`osiris.contracts.events`): every event the engine
+    journals goes through here."""
+    version = VERSIONS.get(kind)
+    if version is None:
+        raise ValueError(f"{kind!r} is not in the event catalogue (osiris.contracts.events)")
+    return tx.event(kind, {**body, "v": version}, task_id=task_id)
+
+
 def save_task(tx: Tx, state: TaskState, kind: str, body: dict[str, Any]) -> int:
     """Persist ``state`` and journal ``kind`` with its body and the new state hash."""
     text = canonical_json(state.as_dict())
@@ -107,7 +120,7 @@ def save_task(tx: Tx, state: TaskState, kind: str, body: dict[str, Any]) -> int:
         if len(_SAVED) >= _SAVED_MAX:
             _SAVED.pop(next(iter(_SAVED)))  # the least recently saved
         _SAVED[state.task_id] = (text, state)
-    event = tx.event(kind, {**body, "state_hash": digest}, task_id=state.task_id)
+    event = journal(tx, kind, {**body, "state_hash": digest}, task_id=state.task_id)
     return event.seq
 
 
@@ -142,8 +155,8 @@ def account_answer(ctx: EngineContext, tx: Tx, task_id: str | None, operation: s
     # journals the answer itself.
     seq = tx.last_event_of(task_id)
     if seq is None:
-        seq = tx.event("answer", {"operation": operation, "tokens": tokens},
-                       task_id=task_id).seq
+        seq = journal(tx, "answer", {"operation": operation, "tokens": tokens},
+                      task_id=task_id).seq
     tx.ledger(kind=f"answer.{operation}", task_id=task_id, event_seq=seq,
               encoding=ctx.counter.encoding_name, tokens=tokens, overhead_tokens=tokens,
               context_tokens=tokens, cost_model=ctx.cost_model.name,

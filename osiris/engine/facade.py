@@ -56,6 +56,7 @@ from osiris.engine.context import (
     authorize,
     check_task_id,
     derived_counts,
+    journal,
     load_task,
 )
 from osiris.engine.operating_context import OperatingContextLoader
@@ -305,7 +306,7 @@ class Engine:
             state = derived_counts(tx.con, load_task(tx, task_id, self.ctx.cost_model),
                                    self.ctx.cost_model)
             config = routing_ops.config_of(self.ctx, tx)
-            seq = tx.event("client.compacted", {"client": client_format}, task_id=task_id).seq
+            seq = journal(tx, "client.compacted", {"client": client_format}, task_id=task_id).seq
             governance.insert_call(tx, task_id, seq, governance.progress_row(seq))
             output: dict[str, Any] = {}
             refs: list[dict[str, Any]] = []
@@ -418,8 +419,8 @@ class Engine:
                 self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
                 context=context, fields=fields, where=where, max_tokens=max_tokens,
                 ignore_case=ignore_case, language=language)
-            tx.event("recall", {"ref": ref, "op": op, "tokens": answer["tokens"],
-                                "truncated": answer["truncated"]}, task_id=task)
+            journal(tx, "recall", {"ref": ref, "op": op, "tokens": answer["tokens"],
+                                   "truncated": answer["truncated"]}, task_id=task)
             account_answer(self.ctx, tx, task, f"recall.{op}", answer)
         return answer
 

@@ -21,6 +21,7 @@ from osiris.engine import planning
 from osiris.engine.context import (
     EngineContext,
     check_task_id,
+    journal,
     load_task,
     save_task,
 )
@@ -111,8 +112,9 @@ def accept(ctx: EngineContext, tx: Tx, *, handoff_id: object, agent_id: str | No
         tx.con.execute("UPDATE handoffs SET status = 'accepted', child_task_id = ?,"
                        " updated_us = ? WHERE handoff_id = ?",
                        [child_id, tx.now_us, row["handoff_id"]])
-        tx.event("handoff.accept", {"handoff_id": row["handoff_id"], "child_task_id": child_id,
-                                    "input_refs": list(terms.input_refs)}, task_id=parent.task_id)
+        journal(tx, "handoff.accept",
+                {"handoff_id": row["handoff_id"], "child_task_id": child_id,
+                 "input_refs": list(terms.input_refs)}, task_id=parent.task_id)
     else:
         child_id = row["child"]
     child = load_task(tx, child_id, ctx.cost_model)
@@ -170,8 +172,9 @@ def complete(ctx: EngineContext, tx: Tx, *, handoff_id: object, task_id: object,
     save_task(tx, child, "handoff.complete", {"handoff_id": row["handoff_id"],
                                               "accepted": verdict.accepted,
                                               "failed": [c["check"] for c in failed]})
-    tx.event("handoff.result", {"handoff_id": row["handoff_id"], "accepted": verdict.accepted,
-                                "refs_returned": returned}, task_id=row["parent"])
+    journal(tx, "handoff.result", {"handoff_id": row["handoff_id"],
+                                   "accepted": verdict.accepted, "refs_returned": returned},
+            task_id=row["parent"])
     answer: dict[str, Any] = {"handoff_id": row["handoff_id"], "task_id": child.task_id,
                               "status": status, "accepted": verdict.accepted}
     if failed:

@@ -7,6 +7,7 @@ from typing import Any
 from osiris.core.hashing import canonical_json
 from osiris.core.memory import KINDS, SCOPES, MemoryEntry, parse_entry, scope_chain
 from osiris.core.task_state import TaskState
+from osiris.engine.context import journal
 from osiris.errors import InvalidInputError
 from osiris.store import statements
 from osiris.store.state import Tx
@@ -36,12 +37,17 @@ def write(tx: Tx, state: TaskState, entries: list[Any]) -> list[str]:
                             agent_id=state.agent_id)
         put(tx, entry, state.task_id)
         ids.append(entry.entry_id)
-    tx.event("memory.write", {"entries": ids}, task_id=state.task_id)
+    journal(tx, "memory.write", {"entries": ids}, task_id=state.task_id)
     return ids
 
 
 def lookup(tx: Tx, state: TaskState, query: dict[str, Any]) -> list[dict[str, Any]]:
     """Entries visible to the task (task → project → agent → global), filtered."""
+    unknown = sorted(set(query) - {"kind", "scope", "key"})
+    if unknown:  # {"write": [...]} must not read everything back as if it were a lookup
+        raise InvalidInputError(
+            f"unknown memory lookup field(s) {unknown}: look up with {{kind, scope, key}} "
+            "(all optional), or pass a list of entries to write them")
     kind, scope, key = query.get("kind"), query.get("scope"), query.get("key")
     if kind is not None and kind not in KINDS:
         raise InvalidInputError(f"memory kind must be one of {', '.join(KINDS)}")

@@ -18,7 +18,7 @@ from osiris.core.prefix import NO_DRIFT, DriftVerdict, classify_drift, compute_z
 from osiris.core.task_state import TaskState
 from osiris.core.volatile import find_volatile
 from osiris.engine import governance, payloads
-from osiris.engine.context import EngineContext, derived_counts, save_task
+from osiris.engine.context import EngineContext, derived_counts, journal, save_task
 from osiris.engine.payloads import LedgerRow, store_payload
 from osiris.engine.planning import drift_between, pressure_of, sealed, shown_drift, sizes_of
 from osiris.errors import InvalidInputError
@@ -242,5 +242,5 @@ def _prune(ctx: EngineContext, tx: Tx, state: TaskState, idle_s: float,
     advice = payloads.prune_advice(ctx, tx, current, used, idle_s, sizes.head + sizes.zone_b)
     if not advice.triggered or not advice.drop:
         return None
-    tx.event("prune.advice", advice.as_record(), task_id=state.task_id)
+    journal(tx, "prune.advice", advice.as_record(), task_id=state.task_id)
     return advice.as_dict()

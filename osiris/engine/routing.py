@@ -20,7 +20,7 @@ from osiris.core import routing
 from osiris.core.outline import detect_language, outline_symbols
 from osiris.core.preview import make_preview
 from osiris.core.routing import RoutingConfig
-from osiris.engine.context import EngineContext
+from osiris.engine.context import EngineContext, journal
 from osiris.engine.payloads import args_fingerprint, store_payload
 from osiris.errors import OsirisError
 from osiris.store.files import read_text_file, resolve_in_roots
@@ -67,9 +67,9 @@ def route_read(ctx: EngineContext, tx: Tx, task_id: str, tool: str,
     stored = store_payload(ctx, tx, task_id, read.text, via="route.read", path=str(read.path))
     lines = read.text.count("\n") + (0 if read.text.endswith("\n") or not read.text else 1)
     outline, cut = _outline(ctx, read.text, str(read.path), config.outline_tokens)
-    tx.event("route.read", {"path": str(read.path), "ref": stored.ref, "lines": lines,
-                            "tokens": stored.tokens, "window": config.read_window_lines,
-                            "size_bytes": read.size}, task_id=task_id)
+    journal(tx, "route.read", {"path": str(read.path), "ref": stored.ref, "lines": lines,
+                               "tokens": stored.tokens, "window": config.read_window_lines,
+                               "size_bytes": read.size}, task_id=task_id)
     context = routing.read_context(tool_input["file_path"], lines=lines,
                                    tokens=stored.tokens, ref=stored.ref,
                                    window=config.read_window_lines, outline=outline,
@@ -114,10 +114,10 @@ def store_output(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, tool: s
     preview = make_preview(stored.text, budget_tokens=config.preview_tokens,
                            counter=ctx.counter, kind="error" if failed else "result")
     args_text, _ = args_fingerprint(tool, args)
-    tx.event("route.output", {"tool": tool, "args": args_text[:500], "ref": stored.ref,
-                              "tokens": stored.tokens, "lines": preview.lines_total,
-                              "preview_tokens": preview.tokens, "failed": failed},
-             task_id=task_id)
+    journal(tx, "route.output", {"tool": tool, "args": args_text[:500], "ref": stored.ref,
+                                 "tokens": stored.tokens, "lines": preview.lines_total,
+                                 "preview_tokens": preview.tokens, "failed": failed},
+            task_id=task_id)
     return {"ref": stored.ref, "tokens": stored.tokens, "lines": preview.lines_total,
             "preview": preview.text, "preview_tokens": preview.tokens}
 
@@ -146,9 +146,9 @@ def record_served(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str
     found = _file_digest(ctx, path, cwd)
     if found is None:
         return
-    tx.event("route.served", {"path": found[0], "offset": key[0], "limit": key[1],
-                              "sha256": found[1], "tool_use_id": tool_use_id},
-             task_id=task_id)
+    journal(tx, "route.served", {"path": found[0], "offset": key[0], "limit": key[1],
+                                 "sha256": found[1], "tool_use_id": tool_use_id},
+            task_id=task_id)
 
 
 def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
@@ -177,7 +177,7 @@ def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
     if later is not None:
         return None
     window = "" if key == (None, None) else f" (offset {key[0] or 1}, limit {key[1]})"
-    tx.event("route.reread", {"path": found[0], "served_seq": row[0]}, task_id=task_id)
+    journal(tx, "route.reread", {"path": found[0], "served_seq": row[0]}, task_id=task_id)
     return routing.reread_pointer(str(path), tool_use_id=row[2], window=window)
 
 

@@ -8,7 +8,9 @@ with cl100k (``osiris footprint``) and guarded by a test (≤ 800 tokens).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 S: dict[str, Any] = {"type": "string"}
@@ -43,6 +45,19 @@ class ToolDef:
     def title(self) -> str:
         """The seed's dotted name."""
         return f"osiris.{self.key}"
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's answers (``structuredContent``), written from
+        the records of :mod:`osiris.contracts`."""
+        return OUTPUT_SCHEMAS[self.key]
+
+
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = json.loads(
+    resources.files("osiris.contracts").joinpath("output_schemas.json").read_text("utf-8"))
+"""Tool key -> ``outputSchema`` (``python -m osiris.contracts.schemas --write``). No client
+shows it to the model: Claude Code and Codex send the model the same tool definition with
+or without it, so it costs no prompt tokens."""
 
 
 TOOLS: tuple[ToolDef, ...] = (

@@ -32,8 +32,10 @@ def fingerprint(settings: Settings) -> str:
     spec = importlib.util.find_spec("mcp")
     if spec is not None and spec.origin:
         roots.append(Path(spec.origin).parent)
+    # The tools' output schemas are data, not code: listed by name.
+    data = [roots[0] / "contracts" / "output_schemas.json"]
     for root in roots:
-        for path in sorted(root.rglob("*.py")):
+        for path in sorted(root.rglob("*.py")) + (data if root == roots[0] else []):
             with contextlib.suppress(OSError):
                 info = path.stat()
                 files.append((str(path), info.st_mtime_ns, info.st_size))
@@ -100,7 +102,7 @@ def answers_for(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
               *((HOOK,) if settings.hook_tool else ())]
     tools = {"tools": [
         {"name": t.name(dotted), "title": t.title, "description": t.description,
-         "inputSchema": t.schema,
+         "inputSchema": t.schema, "outputSchema": t.output_schema,
          "annotations": {"readOnlyHint": t.read_only, "destructiveHint": t.destructive,
                          "idempotentHint": t.idempotent, "openWorldHint": False}}
         for t in listed]}

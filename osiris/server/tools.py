@@ -199,7 +199,7 @@ def _check_size(args: dict[str, Any]) -> None:
 
 def _listed(defn: ToolDef, dotted: bool) -> Tool:
     return Tool(name=defn.name(dotted), title=defn.title, description=defn.description,
-                input_schema=defn.schema,
+                input_schema=defn.schema, output_schema=defn.output_schema,
                 annotations=ToolAnnotations(read_only_hint=defn.read_only,
                                             destructive_hint=defn.destructive,
                                             idempotent_hint=defn.idempotent,

@@ -65,6 +65,10 @@ def test_memory_is_typed_scoped_and_content_addressed(engine: Engine) -> None:
     with pytest.raises(Exception, match="memory kind must be one of"):
         engine.plan("memory", task_id=t1["task_id"], memory=[{"kind": "secret", "key": "k",
                                                               "value": 1}])
+    # A write wrapped in an object is not silently read as a lookup of everything.
+    with pytest.raises(Exception, match=r"unknown memory lookup field\(s\) \['write'\]"):
+        engine.plan("memory", task_id=t1["task_id"], memory={"write": [
+            {"kind": "fact", "key": "k", "value": 1}]})
 
 
 def test_compass_ranks_the_recorded_claude_code_tool_list(engine: Engine) -> None:

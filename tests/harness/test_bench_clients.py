@@ -35,6 +35,7 @@ from osiris.harness.clients.trace_plan import PathMap, plan
 from osiris.harness.clients.trace_script import TraceScript
 from osiris.harness.clients.workspaces import manifest, tarball_for, unpack
 from osiris.harness.replay.workloads import Need, Session, Step
+from osiris.server.definitions import OUTPUT_SCHEMAS
 from tests.conftest import REPO
 from tests.harness.real_clients import TOOLS, require_client
 
@@ -125,6 +126,14 @@ def test_installing_changes_exactly_the_large_outputs(
     assert "osiris" not in first_bare.lower().replace("osiris-42", "")
     assert "osiris_recall" in first_osiris
     assert len(first_osiris) > len(first_bare)
+    # The tools publish an outputSchema; the client never puts it in front of the model
+    # (it costs no prompt tokens): no field description of any answer record is there.
+    described = {json.dumps(spec["description"])[1:-1]
+                 for schema in OUTPUT_SCHEMAS.values()
+                 for record in schema["$defs"].values()
+                 for spec in record.get("properties", {}).values()}
+    assert described and not [d for d in described if d in first_osiris]
+    assert "outputSchema" not in first_osiris and "output_schema" not in first_osiris
 
 
 def _tiny_session(project: Path) -> Session:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from osiris.server.definitions import OUTPUT_SCHEMAS
 from tests.conftest import REPO, home_rows
 from tests.server.transports import http_server, osiris_env
 
@@ -54,11 +55,16 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 def test_inspector_over_stdio(osiris_home: Path) -> None:
     env = osiris_env()
     server = [sys.executable, "-m", "osiris"]
-    listed = _run([*server, "--method", "tools/list"], env)
+    listed = _run([*server, "--method", "tools/list", "--strict"], env)
     assert listed.returncode == 0, listed.stderr
-    names = [t["name"] for t in json.loads(listed.stdout)["tools"]]
+    tools = json.loads(listed.stdout)["tools"]
+    names = [t["name"] for t in tools]
     assert names == ["osiris_plan", "osiris_precheck", "osiris_observe", "osiris_recall",
                      "osiris_checkpoint", "osiris_handoff"]
+    # Each tool publishes its answers' schema, and the Inspector's portability check finds
+    # no error in any schema (its warnings are the fields that take any JSON on purpose).
+    assert [t["outputSchema"] for t in tools] == [OUTPUT_SCHEMAS[n[7:]] for n in names]
+    assert "\n0 errors," in listed.stderr, listed.stderr
     called = _run([*server, "--method", "tools/call", "--tool-name", "osiris_plan",
                    "--tool-arg", "mode=start", "--tool-arg", "objective=inspector"], env)
     assert called.returncode == 0, called.stderr
@@ -68,6 +74,19 @@ def test_inspector_over_stdio(osiris_home: Path) -> None:
     task_id = result["structuredContent"]["task_id"]
     assert home_rows(osiris_home, "SELECT objective FROM tasks WHERE task_id = ?",
                      [task_id]) == [("inspector",)]
+    # The Inspector checks every structured answer against the tool's outputSchema (a
+    # mismatch is an error, exit 1): an externalized result and its recall pass.
+    log = "".join(f"line {i}: worker ok\n" for i in range(3000)) + "ERROR: timeout\n"
+    observed = _run([*server, "--method", "tools/call", "--tool-name", "osiris_observe",
+                     "--tool-arg", f"task_id={task_id}", "--tool-arg", "kind=result",
+                     "--tool-arg", "tool=Bash", "--tool-arg", f"result={log}"], env)
+    assert observed.returncode == 0, observed.stderr
+    ref = json.loads(observed.stdout)["structuredContent"]["ref"]
+    recalled = _run([*server, "--method", "tools/call", "--tool-name", "osiris_recall",
+                     "--tool-arg", f"ref={ref}", "--tool-arg", "op=grep",
+                     "--tool-arg", "pattern=ERROR"], env)
+    assert recalled.returncode == 0, recalled.stderr
+    assert "ERROR: timeout" in json.loads(recalled.stdout)["structuredContent"]["text"]
     failed = _run([*server, "--method", "tools/call", "--tool-name", "osiris_plan",
                    "--tool-arg", "mode=status", "--tool-arg", "task_id=t_nope"], env)
     assert failed.returncode == 5  # the Inspector's exit code for a tool error

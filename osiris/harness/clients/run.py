@@ -173,9 +173,16 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
     env = {"PATH": path, "HOME": str(workspace.home), "TMPDIR": str(workspace.tmp),
            "LANG": "C.UTF-8", "TZ": "UTC", "npm_config_offline": "true"}
     if client == CLAUDE_CODE:
+        # MCP_CONNECTION_NONBLOCKING=0: a headless Claude Code (``-p``) sends its first
+        # request without waiting for its MCP servers, so a server slower to list its
+        # tools than Claude Code is to start (a busy machine, a first start compiling
+        # bytecode) is missing from the first requests. An interactive session has its
+        # servers connected long before the user's first prompt; so does every run here
+        # (OSIRIS's tool definitions are counted in every request, never left out by a
+        # race). Claude Code's own evaluation harness sets the same.
         env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-scripted-model",
                    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1",
-                   DISABLE_AUTOUPDATER="1")
+                   DISABLE_AUTOUPDATER="1", MCP_CONNECTION_NONBLOCKING="0")
     else:
         env["CODEX_HOME"] = str(workspace.codex_home)
     env.update(extra or {})
