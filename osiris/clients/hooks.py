@@ -81,7 +81,9 @@ def _rewritten(settings: Settings, call: HookCall, client: str, route: dict[str,
         return {**raw, "offset": int(route["offset"]), "limit": int(route["limit"])}
     if route.get("op") == "wrap":
         key = "command" if "command" in raw else "cmd"
-        config = routing.RoutingConfig(exempt=tuple(route.get("exempt") or ()))
+        # The engine decided to wrap under the [routing] in force: shell is on.
+        config = routing.RoutingConfig(shell=True,  # noqa: S604 - a routing switch
+                                       exempt=tuple(route.get("exempt") or ()))
         runner = runner_prefix(settings, client, call.session_id, route.get("threshold"))
         wrap = routing.wrap_command(raw.get(key), raw, config, runner)
         return None if wrap.command is None else {**raw, key: wrap.command}

@@ -79,8 +79,11 @@ class RoutingConfig:
     Claude Code's own ``Read`` stops being whole."""
     read_window_lines: int = 250
     """How many lines of a windowed file the ``Read`` still shows (from line 1)."""
-    shell: bool = True
-    """Run shell calls through ``osiris run``."""
+    shell: bool = False
+    """Run shell calls through ``osiris run``. Off by default: the rewritten command no
+    longer matches the user's permission rules (Claude Code's ``Bash(git push:*)``
+    deny/ask/allow rules, Codex's approval policy, which OSIRIS's ``allow`` skipped) and
+    runs in a fresh shell without the client's snapshot of aliases and functions."""
     shell_preview_tokens: int = 1_500
     """``osiris run`` prints an output of at most this many tokens verbatim."""
     exempt: tuple[str, ...] = ()

@@ -107,7 +107,7 @@ def test_a_file_outside_the_roots_passes(project: Path, tmp_path: Path) -> None:
 def test_shell_calls_are_wrapped_except_where_they_must_not_be(project: Path) -> None:
     (project / ".osiris").mkdir()
     (project / ".osiris" / "invariants.toml").write_text(
-        '[routing]\nexempt = ["npm run dev*"]\n', encoding="utf-8")
+        '[routing]\nshell = true\nexempt = ["npm run dev*"]\n', encoding="utf-8")
     wrapped = {"pytest -q": True, "cd sub && make test": True, "npm run dev -- --port 3": False,
                "sleep 30 &": False, "vim notes.txt": False, "git rebase -i HEAD~3": False,
                "tail -f log.txt": False, "cd a; ls": False, "python": False}
@@ -129,16 +129,30 @@ def test_shell_calls_are_wrapped_except_where_they_must_not_be(project: Path) ->
     assert "updatedInput" not in inner(again)
 
 
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_shell_calls_pass_untouched_by_default(project: Path, client: str) -> None:
+    """Until a rewrite keeps the user's permission rules and shell (issue 36), a shell
+    call reaches the client exactly as the agent wrote it: no new input, no decision."""
+    command = "git push --force origin main && rm -rf build"
+    doc = hook(client, "pre-tool-use", pre("Bash", {"command": command}, project),
+               env_for(project))
+    assert "updatedInput" not in inner(doc)
+    assert "permissionDecision" not in inner(doc)
+
+
 def test_codex_gets_allow_with_the_rewrite(project: Path) -> None:
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text("[routing]\nshell = true\n",
+                                                         encoding="utf-8")
     doc = hook("codex", "pre-tool-use", pre("Bash", {"command": "cat big.py"}, project),
                env_for(project))
     out = inner(doc)
     assert out["permissionDecision"] == "allow"
     assert "launch.py run --client codex " in out["updatedInput"]["command"]
     # A rewrite never overrides an objection.
-    (project / ".osiris").mkdir(exist_ok=True)
     (project / ".osiris" / "invariants.toml").write_text(
-        '[[invariant]]\nid = "no-cat"\nwhen = { tool = "Bash", args = { command = "^cat" } }\n'
+        '[routing]\nshell = true\n\n[[invariant]]\nid = "no-cat"\n'
+        'when = { tool = "Bash", args = { command = "^cat" } }\n'
         'verdict = "block"\nmessage = "no cat"\n', encoding="utf-8")
     denied = inner(hook("codex", "pre-tool-use", pre("Bash", {"command": "cat big.py"},
                                                      project), env_for(project)))

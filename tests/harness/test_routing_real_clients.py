@@ -131,7 +131,7 @@ def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) ->
     workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
     rules = workspace.project / ".osiris" / "invariants.toml"
     rules.parent.mkdir()
-    rules.write_text('[routing]\nexempt = ["seq 1 7*"]\n', encoding="utf-8")
+    rules.write_text('[routing]\nshell = true\nexempt = ["seq 1 7*"]\n', encoding="utf-8")
     failing = "seq 1 20000; echo 'FAILED tests/test_x.py::test_y - assert 1 == 2' >&2; exit 3"
     quoted = "printf '%s|%s\\n' \"$(echo ünï \"q'd\")\" $((6*7)) && cat <<'EOF'\n$HOME `x`\nEOF"
     results = _run(CLAUDE_CODE, workspace, [
@@ -174,6 +174,9 @@ def test_codex_shell_output_becomes_a_preview_with_its_ref(tmp_path: Path) -> No
     workspace, extra = _workspace(tmp_path, CODEX)
     hooks = json.loads((workspace.codex_home / "hooks.json").read_text("utf-8"))
     assert set(hooks["hooks"]) == {"PreToolUse", "PostToolUse", "SessionStart"}
+    rules = workspace.project / ".osiris" / "invariants.toml"
+    rules.parent.mkdir()
+    rules.write_text("[routing]\nshell = true\n", encoding="utf-8")
     big = workspace.project / "big.py"
     _big_file(big)
     results = _run(CODEX, workspace, [
