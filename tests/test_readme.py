@@ -29,6 +29,9 @@ NOT_FROM_THE_BENCHMARK = {
     "30,000": "what docs/dashboard.png shows (bench/dashboard_screenshot.py builds it)",
     "3 s": "the dashboard's refresh period, a constant",
     "100%": "the planted secret corpus, asserted by tests/core/test_redaction.py",
+    "64 KiB": "what Codex 0.169.0 keeps of a command's output in its rollout, seen in the "
+              "binary's records (tests/harness/test_routing_real_clients.py)",
+    "32 KiB": "the head and tail Codex keeps past 64 KiB, the same records",
 }
 
 

@@ -300,15 +300,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="osiris run [--shell SH] [--session ID] [--client NAME] [--home DIR] "
         "[--roots PATHS] [--threshold N] -- COMMAND: runs COMMAND with SH -c in this "
         "directory and environment; prints small output verbatim, stores a large one as a "
-        "ref and prints a preview with the ref; exits with the command's status. Client "
-        "hooks rewrite shell calls to this (see the README, Routing).")
+        "ref and prints a preview with the ref; exits with the command's status. (Client "
+        "hooks never rewrite a shell call: see the README, In the path.)")
     run.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND")
     hook = sub.add_parser(
         "hook", help="a client hook: reads the client's JSON on stdin (see docs/clients.md)",
         description="Run as a client's command hook (Claude Code or Codex). PreToolUse runs "
-        "precheck, answers deny/ask with OSIRIS's reason, and rewrites what [routing] "
-        "routes (a large Read to a window, a shell call through osiris run); PostToolUse "
-        "observes the result and replaces another MCP server's large output; SessionStart "
+        "precheck, answers deny/ask with OSIRIS's reason, and turns a large Read into a "
+        "window ([routing]); it never rewrites a shell command. PostToolUse observes the "
+        "result and replaces a large shell or MCP output with its preview and ref; SessionStart "
         "after a compaction re-injects the manifest and live refs. Malformed input never "
         "blocks the tool: it is logged to $OSIRIS_HOME/hooks.log and allowed with a "
         "warning.")

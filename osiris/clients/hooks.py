@@ -4,16 +4,17 @@ session-start``.
 The hook reads the client's JSON on stdin, finds (or creates) the OSIRIS task of the
 session, and answers on stdout in the client's format (see
 :mod:`osiris.core.client_hooks` for the verdict mapping). PreToolUse runs ``precheck``
-and, where ``[routing]`` says so (:mod:`osiris.core.routing`), rewrites the call: a
-large ``Read`` to a window of the file, a shell command to run through ``osiris run``.
-PostToolUse (and PostToolUseFailure) runs ``observe`` with the tool's result or error,
-so LoopGuard, dedup and the ledger see every call, including calls to other MCP
-servers, and replaces another MCP server's large output with its preview and ref.
-SessionStart after a compaction puts the manifest and the live refs back. Calls to
-OSIRIS's own tools are left alone.
+and, where ``[routing]`` says so (:mod:`osiris.core.routing`), rewrites a large
+``Read`` to a window of the file; it never rewrites a shell command. PostToolUse (and
+PostToolUseFailure) runs ``observe`` with the tool's result or error, so LoopGuard,
+dedup and the ledger see every call, including calls to other MCP servers; it replaces
+another MCP server's large output, and a large shell output (found whole by
+:mod:`osiris.clients.shell_output`), with its preview and ref. SessionStart after a
+compaction puts the manifest and the live refs back. Calls to OSIRIS's own tools are
+left alone.
 
 The rewrites are built here, from the raw input the client sent: the engine sees the
-call only scrubbed of secrets, and a rewritten command must be the agent's exact text.
+call only scrubbed of secrets.
 
 A hook must never stand between the user and their tool because of OSIRIS: malformed
 input, an unknown event or any failure of OSIRIS itself is logged (stderr and
@@ -25,15 +26,14 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from osiris.clients.launcher import launch_words
+from osiris.clients import shell_output
 from osiris.config import Settings
-from osiris.core import client_hooks, routing
+from osiris.core import client_hooks
 from osiris.core.client_hooks import HookCall
 from osiris.errors import CommittedWithErrors, OsirisError
 
@@ -59,34 +59,10 @@ class HookOutcome:
     """The line written to stderr (the hook process writes it when the owner ran it)."""
 
 
-def runner_prefix(settings: Settings, client: str, session_id: str,
-                  threshold: int | None = None) -> str:
-    """The shell-quoted ``osiris run`` a rewritten command starts with: this Python
-    (:mod:`osiris.clients.launcher`), the hook's home and roots, the session (so the
-    stored output joins its task)."""
-    words = [*launch_words(sys.executable), "run", "--client", client,
-             "--session", shlex.quote(session_id), "--home", shlex.quote(str(settings.home))]
-    if settings.roots:
-        words += ["--roots", shlex.quote(";".join(str(r) for r in settings.roots))]
-    if threshold:
-        words += ["--threshold", str(int(threshold))]
-    return " ".join(words)
-
-
-def _rewritten(settings: Settings, call: HookCall, client: str, route: dict[str, Any],
-               ) -> dict[str, Any] | None:
+def _rewritten(call: HookCall, route: dict[str, Any]) -> dict[str, Any] | None:
     """The call's new input (from the raw input the client sent), or None."""
-    raw = call.tool_input
     if route.get("op") == "window":
-        return {**raw, "offset": int(route["offset"]), "limit": int(route["limit"])}
-    if route.get("op") == "wrap":
-        key = "command" if "command" in raw else "cmd"
-        # The engine decided to wrap under the [routing] in force: shell is on.
-        config = routing.RoutingConfig(shell=True,  # noqa: S604 - a routing switch
-                                       exempt=tuple(route.get("exempt") or ()))
-        runner = runner_prefix(settings, client, call.session_id, route.get("threshold"))
-        wrap = routing.wrap_command(raw.get(key), raw, config, runner)
-        return None if wrap.command is None else {**raw, key: wrap.command}
+        return {**call.tool_input, "offset": int(route["offset"]), "limit": int(route["limit"])}
     return None
 
 
@@ -99,28 +75,34 @@ def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[s
                              client_format=client, cwd=call.cwd)
     output = dict(answer["client_output"])
     route = answer.get("route")
-    updated = _rewritten(engine.settings, call, client, route) if route else None
+    updated = _rewritten(call, route) if route else None
     if updated is not None:
         output = client_hooks.with_updated_input(output, updated, client)
     return output
 
 
 def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
-    """Observe the call's result or error; what the agent should hear about it."""
+    """Observe the call's result or error; what the agent should hear about it, and, for
+    a large shell output, the preview and ref the model is shown instead."""
     if call.own_tool:
         return {}
     text, failed = client_hooks.response_text(call)
-    args = call.tool_input
-    command = args.get("command") if isinstance(args, dict) else None
-    original = routing.unwrap_command(command) if isinstance(command, str) else None
-    if original is not None:  # observed as the agent wrote it
-        args = {**args, "command": original}
+    found = shell_output.find(call, client, engine.settings.max_payload_bytes)
+    shell = None
+    if found is not None:
+        text, failed = found.text, failed or found.exit_code not in (0, None)
+        shell = {"exit_code": found.exit_code, "complete": found.complete}
     answer = engine.observe(f"session:{call.session_id}", "error" if failed else "result",
-                            tool=call.tool, args=args, result=text,
+                            tool=call.tool, args=call.tool_input, result=text,
                             actor=f"{client}:{call.session_id}", client_format=client,
                             client_event=call.event, cwd=call.cwd,
-                            tool_use_id=call.tool_use_id)
-    return dict(answer["client_output"])
+                            tool_use_id=call.tool_use_id, shell=shell)
+    output = dict(answer["client_output"])
+    replaced = answer.get("replaced")
+    if replaced is not None:
+        output = client_hooks.with_replaced_shell_output(output, str(replaced["text"]),
+                                                          call.response, client)
+    return output
 
 
 def session_start(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
@@ -158,6 +140,8 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
         return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True)
     except OsirisError as exc:
         return skipped(settings, event, f"{exc.code}: {exc}", raw)
+    except OSError as exc:  # a full disk, a read-only home: one line, not a traceback
+        return skipped(settings, event, f"{type(exc).__name__}: {exc}", raw)
     except Exception as exc:  # any failure of OSIRIS must leave the user's tool alone
         log.exception("OSIRIS hook failed")
         return skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw)

@@ -465,7 +465,9 @@ class RouteRead(Event):
 
 
 class RouteOutput(Event):
-    """``osiris run`` stored a wrapped command's large output."""
+    """A large command output stored and shown as its preview: by a client's PostToolUse
+    hook (a shell command the client ran, another MCP server's output) or by ``osiris
+    run``."""
 
     tool: str
     """The client's tool (``Bash``, ``exec_command``, …)."""

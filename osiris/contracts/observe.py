@@ -109,6 +109,21 @@ class Observed(TypedDict):
     """Only for a client hook through the Python API: the hook's JSON for the client."""
 
 
+class ShellReplaced(TypedDict):
+    """A client's shell output OSIRIS stored and shows as a preview (the hook puts
+    ``text`` where the client would have shown the output)."""
+
+    text: str
+    """What the model is shown instead of the output: the preview and the ref."""
+    ref: str
+    """Ref of the output as the client gave it (``mem://sha256:…``)."""
+    tokens: int
+    """Tokens of the stored output."""
+    complete: bool
+    """Whether the stored output is the whole output (false: the client had already cut
+    it, as Codex does past 64 KiB)."""
+
+
 class Called(Observed):
     """An observe of a call (action, result, error, file): LoopGuard and prune ran."""
 
@@ -119,6 +134,8 @@ class Called(Observed):
     shown: NotRequired[str]
     """Only through the Python API with ``routed``: the text that stands for the output
     in a loop that owns its history."""
+    replaced: NotRequired[ShellReplaced]
+    """Only for a client hook through the Python API: the shell output's replacement."""
 
 
 class ObservePrompt(Observed):

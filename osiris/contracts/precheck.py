@@ -66,18 +66,6 @@ class RouteWindow(TypedDict):
     """Ref of the whole file (``mem://sha256:…``)."""
 
 
-class RouteWrap(TypedDict):
-    """The hook runs a shell command through ``osiris run``, which stores a large output
-    and shows a preview."""
-
-    op: Literal["wrap"]
-    """Always ``wrap``."""
-    exempt: list[str]
-    """Programs the routing rules exempt from wrapping."""
-    threshold: int
-    """Output tokens above which the output is stored and previewed."""
-
-
 class PrecheckResult(TypedDict):
     """``precheck``: one verdict for an intended action, journaled with the caller."""
 
@@ -108,7 +96,7 @@ class PrecheckResult(TypedDict):
     client_output: NotRequired[dict[str, Any]]
     """The client hook's decision JSON (``format="claude-code"``): the engine returns it
     to the hook; the MCP tool sends it as the text and leaves it out of this answer."""
-    route: NotRequired[RoutePointer | RouteWindow | RouteWrap]
+    route: NotRequired[RoutePointer | RouteWindow]
     """How the client hook rewrites the call (``format="claude-code"`` only; absent when
     the hook's decision denies the call or asks the user, or when no routing applies).
     A Read whose only finding is an exact duplicate is not denied for it, so ``route``

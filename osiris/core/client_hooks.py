@@ -65,6 +65,9 @@ class HookCall:
     error: str | None = None
     source: str | None = None
     """SessionStart only: ``startup``, ``resume``, ``clear`` or ``compact``."""
+    transcript_path: str | None = None
+    """The client's record of the session (Codex's rollout holds a command's exit status
+    and fuller output: :mod:`osiris.clients.shell_output`)."""
 
     @property
     def own_tool(self) -> bool:
@@ -116,11 +119,13 @@ def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
     if not isinstance(tool_input, dict):
         raise InvalidInputError("tool_input must be an object")
     cwd, use_id, error = doc.get("cwd"), doc.get("tool_use_id"), doc.get("error")
+    transcript = doc.get("transcript_path")
     return HookCall(event=str(name), session_id=session, tool=tool, tool_input=tool_input,
                     cwd=cwd if isinstance(cwd, str) else None,
                     tool_use_id=use_id if isinstance(use_id, str) else None,
                     response=doc.get("tool_response"),
-                    error=None if error is None else str(error))
+                    error=None if error is None else str(error),
+                    transcript_path=transcript if isinstance(transcript, str) else None)
 
 
 HOOK_FIELDS = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
@@ -319,17 +324,15 @@ def post_tool_use_output(answer: dict[str, Any], event: str,
 
 def with_updated_input(output: dict[str, Any], updated: dict[str, Any],
                        client: str) -> dict[str, Any]:
-    """``output`` with the call's input replaced. Codex applies ``updatedInput`` only
-    together with ``permissionDecision: "allow"`` (checked on 0.169.0), so for Codex
-    OSIRIS answers allow on a call it rewrites — the call it lets run is the one the
-    agent asked for, through ``osiris run``. Claude Code applies it without a decision,
-    which keeps the user's own permission rules in charge."""
+    """``output`` with the call's input replaced (a large ``Read``'s window; Claude Code
+    only, which applies ``updatedInput`` without a decision and matches its permission
+    rules on the same ``file_path``). Never for Codex: Codex applies ``updatedInput``
+    only together with ``permissionDecision: "allow"`` (0.169.0), and OSIRIS never
+    answers allow — that would skip the approval the user's policy asks for."""
     inner = dict(output.get("hookSpecificOutput") or {"hookEventName": PRE_EVENT})
-    if inner.get("permissionDecision") in ("deny", "ask"):
+    if inner.get("permissionDecision") in ("deny", "ask") or client == "codex":
         return output  # an objection stands; nothing is rewritten
     inner["updatedInput"] = updated
-    if client == "codex":
-        inner["permissionDecision"] = "allow"
     return {**output, "hookSpecificOutput": inner}
 
 
@@ -351,6 +354,26 @@ def replaced_output(text: str, client: str, event: str = "PostToolUse") -> dict[
     return {"hookSpecificOutput": {"hookEventName": event, "updatedMCPToolOutput": text}}
 
 
+def with_replaced_shell_output(output: dict[str, Any], text: str, response: Any,
+                               client: str) -> dict[str, Any]:
+    """``output`` with a shell command's output replaced by ``text`` for the model.
+
+    Claude Code (2.1.328): ``updatedToolOutput``, which it checks against the Bash tool's
+    output shape, so it is the tool's own response with ``stdout`` replaced, ``stderr``
+    emptied (the stored output holds both) and ``persistedOutputPath``/``Size`` left out
+    (with them Claude Code would wrap the text in its own "output too large" notice).
+    Codex (0.169.0): ``decision: "block"``, whose reason becomes the output."""
+    if client == "codex":
+        return {**output, "decision": "block", "reason": text}
+    if not isinstance(response, dict) or not isinstance(response.get("stdout"), str):
+        return output  # not the shape Claude Code would accept back: left as it is
+    updated = {k: v for k, v in response.items() if not k.startswith("persisted")}
+    updated.update(stdout=text, stderr="")
+    inner = dict(output.get("hookSpecificOutput") or {"hookEventName": "PostToolUse"})
+    inner["updatedToolOutput"] = updated
+    return {**output, "hookSpecificOutput": inner}
+
+
 def session_start_output(context: str) -> dict[str, Any]:
     """SessionStart's answer that puts ``context`` in front of the model."""
     return {"hookSpecificOutput": {"hookEventName": SESSION_EVENT,
@@ -363,6 +386,9 @@ def shown_text(output: dict[str, Any]) -> str:
     inner = output.get("hookSpecificOutput", {})
     parts = [str(inner[k]) for k in ("permissionDecisionReason", "additionalContext",
                                      "updatedMCPToolOutput") if inner.get(k)]
+    updated = inner.get("updatedToolOutput")
+    if isinstance(updated, dict) and updated.get("stdout"):
+        parts.append(str(updated["stdout"]))
     if output.get("decision") == "block" and output.get("reason"):
         parts.append(str(output["reason"]))
     return "\n".join(parts)

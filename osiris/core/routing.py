@@ -2,17 +2,18 @@
 
 A client that owns its history (Claude Code, Codex) lets OSIRIS change a call only
 through its hooks: a PreToolUse answer may rewrite the call's input, a PostToolUse
-answer may replace another MCP server's output. This module decides, purely, from the
+answer may replace the output the model will see. This module decides, purely, from the
 call and the ``[routing]`` settings of ``.osiris/invariants.toml``:
 
 * **large reads** — a ``Read`` without ``offset``/``limit`` of a text file over
   ``read_threshold_tokens`` becomes a ``Read`` of its first ``read_window_lines``
   lines; the hook adds the file's line count, outline and ref as context;
-* **commands** — a shell call is rewritten to run through ``osiris run``, which shows
-  a small output verbatim and a large one as a preview plus its ref — except calls run in
-  the background, interactive programs, calls already wrapped, commands that change the
-  calling shell's directory past a leading ``cd DIR &&``, and the user's ``exempt``
-  globs;
+* **commands** — a shell call runs in the client's own shell, untouched; when its
+  output is over ``shell_preview_tokens``, the PostToolUse hook stores the whole output
+  and the client shows the model a preview and the ref instead (Claude Code's
+  ``updatedToolOutput``, Codex's ``decision: "block"``). OSIRIS is a sink: it never
+  rewrites the command, so the user's permission rules, shell, aliases, directory,
+  signals and exit status are the client's, exactly as without OSIRIS;
 * **MCP outputs** — another MCP server's output over ``mcp_threshold_tokens`` is
   replaced by its preview and ref;
 * **compaction** — after the client compacts, the manifest and the live refs are put
@@ -26,8 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import shlex
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -38,27 +38,9 @@ SHELL_TOOLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "shell_
 UNTOUCHED_SUFFIXES = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".svgz",
     ".pdf", ".ipynb"})
-# Programs that talk to a terminal or never end on their own: the client's own tool
-# handles them (a TUI behind a pipe hangs or prints nothing).
-INTERACTIVE = frozenset({
-    "vi", "vim", "nvim", "nano", "emacs", "less", "more", "most", "man", "top", "htop",
-    "watch", "ssh", "telnet", "ftp", "sftp", "tmux", "screen", "fzf", "python -i",
-    "ipython", "irb", "psql", "mysql", "sqlite3", "mongo", "redis-cli", "node --inspect"})
-_INTERACTIVE_FLAGS = re.compile(
-    r"(^|\s)(git\s+(rebase|add|commit|checkout|reset|stash)\b[^|;&]*\s-(i|p|-interactive"
-    r"|-patch)\b|tail\s+(-[a-zA-Z]*f|--follow)\b|docker\s+(run|exec)\b[^|;&]*\s-[a-z]*t)")
-# A lone `&` (not `&&`, `>&`, `&>`, `|&`): a command sent to the background.
-_BACKGROUND = re.compile(r"(?<![&>|<])&(?![&>])")
-# `cd` (or pushd/popd) that would change the calling shell's directory.
-_CHDIR = re.compile(r"(^|[;&|(\n`{]|\$\()\s*(cd|pushd|popd)(\s|$|;)")
-_LEADING_CD = re.compile(r"^\s*(cd\s+(?:'[^']*'|\"[^\"$`\\]*\"|[^\s;&|<>()$`'\"\\]+))\s*&&\s*")
-WRAP_MARK = " -m osiris run "
-"""The shortest form of the ``osiris run`` prefix (a stand-in where only the decision is
-wanted)."""
 OSIRIS_COMMAND = re.compile(r"(?: -m osiris|launch\.py'?) (hook|run) ")
 """What every command OSIRIS writes contains: ``PYTHON -m osiris run|hook …`` or
-``PYTHON -S -P …/osiris/launch.py run|hook …`` (:mod:`osiris.clients.launcher`); a
-command with ``run`` here is wrapped already."""
+``PYTHON -S -P …/osiris/launch.py run|hook …`` (:mod:`osiris.clients.launcher`)."""
 
 
 class RoutingError(ValueError):
@@ -79,16 +61,14 @@ class RoutingConfig:
     Claude Code's own ``Read`` stops being whole."""
     read_window_lines: int = 250
     """How many lines of a windowed file the ``Read`` still shows (from line 1)."""
-    shell: bool = False
-    """Run shell calls through ``osiris run``. Off by default: the rewritten command no
-    longer matches the user's permission rules (Claude Code's ``Bash(git push:*)``
-    deny/ask/allow rules, Codex's approval policy, which OSIRIS's ``allow`` skipped) and
-    runs in a fresh shell without the client's snapshot of aliases and functions."""
+    shell: bool = True
+    """Show a large shell output as its preview and ref (the command itself runs in the
+    client's shell untouched; OSIRIS only replaces what the model is shown after it)."""
     shell_preview_tokens: int = 1_500
-    """``osiris run`` prints an output of at most this many tokens verbatim."""
+    """A shell output of at most this many tokens is shown as the client shows it."""
     exempt: tuple[str, ...] = ()
-    """Globs of commands never wrapped (``fnmatch``, against the command after a leading
-    ``cd DIR &&``), e.g. ``"npm run dev*"``."""
+    """Globs of commands whose output is always shown as the client shows it
+    (``fnmatch`` against the command as the agent wrote it), e.g. ``"npm run dev*"``."""
     mcp_outputs: bool = True
     """Replace another MCP server's large output with its preview and ref (Claude Code)."""
     mcp_threshold_tokens: int = 4_000
@@ -185,101 +165,40 @@ def read_context(path: str, *, lines: int, tokens: int, ref: str, window: int,
     return "\n".join(parts)
 
 
-# -- commands ---------------------------------------------------------------------------
+# -- commands ----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Wrap:
-    """The verdict on one shell call: the new command, or why it passes untouched."""
-
-    command: str | None
-    reason: str
-    exempt_by: str | None = field(default=None)
-
-
-def _program(segment: str) -> str:
-    try:
-        words = shlex.split(segment, comments=False)
-    except ValueError:
-        words = segment.split()
-    words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]
-    while words and words[0] in ("sudo", "env", "time", "nohup", "exec", "command"):
-        words = words[1:]
-    if not words:
-        return ""
-    head = words[0].rsplit("/", 1)[-1]
-    return f"{head} {words[1]}" if len(words) > 1 else head
-
-
-def interactive(command: str) -> bool:
-    """A program that needs a terminal (an editor, a pager, a REPL, ``git … -i``)."""
-    if _INTERACTIVE_FLAGS.search(command):
-        return True
-    for segment in re.split(r"&&|\|\||[;|\n]", command):
-        program = _program(segment.strip())
-        if not program:
-            continue
-        first = program.split(" ", 1)[0]
-        if program in INTERACTIVE or first in INTERACTIVE:
-            return True
-        if first in ("python", "python3", "node", "bash", "sh", "zsh") and program == first:
-            return True  # a bare interpreter reads a REPL from stdin
-    return False
-
-
-def wrap_command(command: object, tool_input: dict[str, Any],  # noqa: PLR0911 - one
-                 config: RoutingConfig, runner: str) -> Wrap:          # reason per return
-    """``runner -- 'COMMAND'`` (behind a leading ``cd DIR &&``), or why not.
-
-    ``runner`` is the shell-quoted ``osiris run`` prefix (it contains
-    :data:`WRAP_MARK`). The command is passed as one single-quoted argument, so the
-    shell ``osiris run`` starts parses exactly the text the client's shell would have."""
-    if not config.shell:
-        return Wrap(None, "routing.shell is off")
+def shell_candidate(tool: str, tool_input: dict[str, Any], config: RoutingConfig) -> str | None:
+    """The command of a shell call whose large output OSIRIS may show as a preview; None
+    when its output reaches the model as the client shows it (shell routing off, a call
+    in the background, whose output is a handle to poll, or an ``exempt`` command)."""
+    if not config.shell or tool not in SHELL_TOOLS:
+        return None
+    command = tool_input.get("command", tool_input.get("cmd"))
+    if isinstance(command, list):
+        command = " ".join(str(word) for word in command)
     if not isinstance(command, str) or not command.strip():
-        return Wrap(None, "no command")
-    if "osiris run --" in command or any(m.group(1) == "run"
-                                         for m in OSIRIS_COMMAND.finditer(command)):
-        return Wrap(None, "already wrapped")
+        return None
     if tool_input.get("run_in_background") is True:
-        return Wrap(None, "runs in the background")
-    if "\x00" in command:
-        return Wrap(None, "contains a NUL byte")
-    prefix, rest = "", command
-    while (lead := _LEADING_CD.match(rest)) is not None:
-        prefix, rest = prefix + lead.group(1) + " && ", rest[lead.end():]
-    if not rest.strip():
-        return Wrap(None, "only changes directory")
-    if _BACKGROUND.search(rest):
-        return Wrap(None, "runs something in the background (&)")
-    if _CHDIR.search(rest):
-        return Wrap(None, "changes the shell's directory past a leading cd")
-    if interactive(rest):
-        return Wrap(None, "interactive")
-    stripped = rest.strip()
-    for pattern in config.exempt:
-        if fnmatch.fnmatchcase(stripped, pattern) or fnmatch.fnmatchcase(command.strip(),
-                                                                         pattern):
-            return Wrap(None, "exempt", exempt_by=pattern)
-    return Wrap(f"{prefix}{runner} -- {shlex.quote(rest)}", "wrapped")
-
-
-def unwrap_command(command: str) -> str | None:
-    """The agent's own command inside a wrapped one (``cd DIR && `` kept), else None."""
-    found = next((m for m in OSIRIS_COMMAND.finditer(command) if m.group(1) == "run"), None)
-    if found is None:
         return None
-    mark = found.start()
-    start = command.rfind(" && ", 0, mark)
-    prefix = command[:start + 4] if start >= 0 and _LEADING_CD.match(command[:start + 4]) \
+    stripped = command.strip()
+    if any(fnmatch.fnmatchcase(stripped, pattern) for pattern in config.exempt):
+        return None
+    return command
+
+
+def shell_replacement(preview: str, *, lines: int, tokens: int, ref: str,
+                      exit_code: int | None, status_line: bool, complete: bool = True) -> str:
+    """What the model is shown instead of a large shell output: the exit status where the
+    client's own output names it (``status_line``: Codex's "Process exited with code N",
+    which the replacement takes the place of), the preview and one line with the ref —
+    which says so when the client had already cut the output (``complete`` false)."""
+    head = f"Process exited with code {exit_code}\n" if status_line and exit_code is not None \
         else ""
-    tail = command.find(" -- ", mark)
-    if tail < 0:
-        return None
-    try:
-        words = shlex.split(command[tail + 4:])
-    except ValueError:
-        return None
-    return prefix + words[0] if len(words) == 1 else None
+    body = preview.rstrip("\n")
+    what = "whole output" if complete else "output as the client kept it, its middle cut"
+    return (head + (body + "\n" if body else "")
+            + f"[osiris: {what} ({lines:,} lines, {tokens:,} tokens) stored as {ref}: "
+            "osiris_recall it with op=\"grep\" pattern=… or op=\"range\" start= end=]")
 
 
 def run_footer(*, exit_code: int, lines: int, tokens: int, ref: str) -> str:

@@ -27,13 +27,12 @@ from osiris.core.operating_context import context_view, instructions_text, resol
 from osiris.core.payload_work import PayloadWork
 from osiris.core.prefix import compute_zones
 from osiris.core.routing import (
-    SHELL_TOOLS,
-    WRAP_MARK,
     compaction_context,
     foreign_mcp_tool,
     read_candidate,
     replaced_output,
-    wrap_command,
+    shell_candidate,
+    shell_replacement,
 )
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter, default_counter
@@ -247,8 +246,9 @@ class Engine:
 
     def _route_call(self, tx: Tx, task_id: str, tool: str, args: dict[str, Any],
                     cwd: str | None) -> dict[str, Any] | None:
-        """How a client hook should rewrite the call (``osiris.core.routing``): a window
-        of a large file, or running a shell command through ``osiris run``."""
+        """How a client hook should rewrite the call (``osiris.core.routing``): a pointer
+        to an earlier read, or a window of a large file. A shell call is never rewritten:
+        its output is replaced after it ran, if at all (:meth:`_replace_shell_output`)."""
         config = routing_ops.config_of(self.ctx, tx)
         if tool == "Read":
             asks = [args]
@@ -262,13 +262,6 @@ class Engine:
         if read is not None:
             return {"op": "window", "offset": 1, "limit": config.read_window_lines,
                     "context": read["additionalContext"], "ref": read["ref"]}
-        if tool in SHELL_TOOLS:
-            command = args.get("command", args.get("cmd"))
-            wrap = wrap_command(command, args, config, WRAP_MARK.strip())
-            if wrap.command is not None:
-                return {"op": "wrap", "exempt": list(config.exempt),
-                        "threshold": config.shell_preview_tokens}
-            return None
         return None
 
     def _replace_mcp_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
@@ -294,6 +287,34 @@ class Engine:
         if inner and "hookSpecificOutput" in replaced:
             replaced["hookSpecificOutput"] = {**inner, **replaced["hookSpecificOutput"]}
         return replaced
+
+    def _replace_shell_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
+                              result: Any, client: str, shell: dict[str, Any],
+                              ) -> dict[str, Any] | None:
+        """A client's large shell output, stored; the text its hook shows instead (None:
+        the output reaches the model as the client shows it). ``shell``: what the client
+        adapter found about the call (``exit_code``, None when the client did not say;
+        ``complete``, whether ``result`` is the whole output)."""
+        if not tool or not isinstance(args, dict) or not isinstance(result, str):
+            return None
+        config = routing_ops.config_of(self.ctx, tx)
+        if shell_candidate(tool, args, config) is None:
+            return None
+        exit_code = shell.get("exit_code")
+        exit_code = exit_code if isinstance(exit_code, int) else None
+        stored = routing_ops.store_output(
+            self.ctx, tx, task_id, result, tool=tool, args=args,
+            failed=exit_code not in (0, None), config=config,
+            threshold=config.shell_preview_tokens)
+        if stored is None:
+            return None
+        complete = bool(shell.get("complete", True))
+        text = shell_replacement(stored["preview"], lines=stored["lines"],
+                                 tokens=stored["tokens"], ref=stored["ref"],
+                                 exit_code=exit_code, status_line=client == "codex",
+                                 complete=complete)
+        return {"text": text, "ref": stored["ref"], "tokens": stored["tokens"],
+                "complete": complete}
 
     def compacted(self, task_id: str, *, client_format: str, actor: str | None = None,
                   cwd: str | None = None) -> dict[str, Any]:
@@ -344,7 +365,8 @@ class Engine:
                 client_event: str = "PostToolUse", cwd: str | None = None,
                 tool_use_id: str | None = None,
                 prepared: PayloadWork | None = None,
-                routed: str | None = None) -> dict[str, Any]:
+                routed: str | None = None,
+                shell: dict[str, Any] | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage.
 
         ``routed``: a loop that owns its history (:mod:`osiris.agent`) puts the answer's
@@ -358,7 +380,10 @@ class Engine:
 
         ``client_format="claude-code"``: observed by a client hook (``client_event``
         PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
-        its added context is booked as overhead."""
+        its added context is booked as overhead. ``shell``: the call was a shell command
+        that ran in the client's shell and ``result`` is its output as the client adapter
+        found it (``{"exit_code": int | None, "complete": bool}``); when that output is
+        large the answer's ``replaced`` is what the hook shows the model instead."""
         check_client_format(client_format)
         if routed is not None and (not isinstance(routed, str)
                                    or len(routed) > routing_core.MAX_ROUTED_HINT_CHARS
@@ -389,6 +414,13 @@ class Engine:
                     routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
+                replaced = None
+                if shell is not None and kind != "action" and client_event == "PostToolUse":
+                    replaced = self._replace_shell_output(tx, task_id, tool, args, result,
+                                                          client_format, shell)
+                if replaced is not None:
+                    answer["replaced"] = replaced
+                    shown = "\n".join(filter(None, (shown, replaced["text"])))
             if routed is not None:
                 shown = ""  # the model reads answer["shown"] (booked) or the output
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)

@@ -88,15 +88,6 @@ def test_recorded_calls_are_prechecked_and_observed(tool: str, osiris_home: Path
     # session the agent is told which task governs it.
     note = f"OSIRIS task {task} governs this session: use it as task_id with OSIRIS tools."
     again = hook("pre-tool-use", sample["pre"])[0]
-    if tool == "Bash":  # routed through `osiris run` (no permission decision either)
-        for doc in (before, again):
-            updated = doc["hookSpecificOutput"].pop("updatedInput")
-            command = sample["pre"]["tool_input"]["command"]
-            assert updated == {**sample["pre"]["tool_input"], "command": updated["command"]}
-            assert routing.unwrap_command(updated["command"]) == command
-            assert "launch.py run --client claude-code --session " in updated["command"]
-        assert again == {"hookSpecificOutput": {"hookEventName": "PreToolUse"}}
-        again = {}
     assert before == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                              "additionalContext": note}}
     assert again == {}  # then silent while allowed
@@ -499,3 +490,4 @@ def test_the_light_entry_points_name_what_the_core_names() -> None:
     assert hook_entry.CLIENTS == client_hooks.CLIENTS
     assert hook_entry.EVENTS == client_hooks.EVENTS
     assert routing.RoutingConfig().shell_preview_tokens == runner.DEFAULT_THRESHOLD
+

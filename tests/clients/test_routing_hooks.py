@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,59 +105,129 @@ def test_a_file_outside_the_roots_passes(project: Path, tmp_path: Path) -> None:
     assert "updatedInput" not in inner(without_roots)
 
 
-def test_shell_calls_are_wrapped_except_where_they_must_not_be(project: Path) -> None:
-    (project / ".osiris").mkdir()
-    (project / ".osiris" / "invariants.toml").write_text(
-        '[routing]\nshell = true\nexempt = ["npm run dev*"]\n', encoding="utf-8")
-    wrapped = {"pytest -q": True, "cd sub && make test": True, "npm run dev -- --port 3": False,
-               "sleep 30 &": False, "vim notes.txt": False, "git rebase -i HEAD~3": False,
-               "tail -f log.txt": False, "cd a; ls": False, "python": False}
-    for command, expected in wrapped.items():
-        doc = hook("claude-code", "pre-tool-use", pre("Bash", {"command": command}, project),
-                   env_for(project))
-        updated = inner(doc).get("updatedInput")
-        assert (updated is not None) == expected, command
-        if updated:
-            assert routing.unwrap_command(updated["command"]) == command
-    background = hook("claude-code", "pre-tool-use", pre(
-        "Bash", {"command": "npm test", "run_in_background": True}, project), env_for(project))
-    assert "updatedInput" not in inner(background)
-    # A wrapped command, when it comes back, is not wrapped twice.
-    once = inner(hook("claude-code", "pre-tool-use", pre("Bash", {"command": "ls"}, project),
-                      env_for(project)))["updatedInput"]["command"]
-    again = hook("claude-code", "pre-tool-use", pre("Bash", {"command": once}, project),
-                 env_for(project))
-    assert "updatedInput" not in inner(again)
-
-
 @pytest.mark.parametrize("client", ["claude-code", "codex"])
 def test_shell_calls_pass_untouched_by_default(project: Path, client: str) -> None:
-    """Until a rewrite keeps the user's permission rules and shell (issue 36), a shell
-    call reaches the client exactly as the agent wrote it: no new input, no decision."""
+    """OSIRIS never rewrites a shell command: the client's permission rules see the
+    agent's own command and the client's shell runs it (issue 36). An objection of
+    OSIRIS's own rules still denies it, and nothing grants it."""
     command = "git push --force origin main && rm -rf build"
     doc = hook(client, "pre-tool-use", pre("Bash", {"command": command}, project),
                env_for(project))
     assert "updatedInput" not in inner(doc)
     assert "permissionDecision" not in inner(doc)
-
-
-def test_codex_gets_allow_with_the_rewrite(project: Path) -> None:
     (project / ".osiris").mkdir()
-    (project / ".osiris" / "invariants.toml").write_text("[routing]\nshell = true\n",
-                                                         encoding="utf-8")
-    doc = hook("codex", "pre-tool-use", pre("Bash", {"command": "cat big.py"}, project),
-               env_for(project))
-    out = inner(doc)
-    assert out["permissionDecision"] == "allow"
-    assert "launch.py run --client codex " in out["updatedInput"]["command"]
-    # A rewrite never overrides an objection.
     (project / ".osiris" / "invariants.toml").write_text(
-        '[routing]\nshell = true\n\n[[invariant]]\nid = "no-cat"\n'
-        'when = { tool = "Bash", args = { command = "^cat" } }\n'
-        'verdict = "block"\nmessage = "no cat"\n', encoding="utf-8")
-    denied = inner(hook("codex", "pre-tool-use", pre("Bash", {"command": "cat big.py"},
-                                                     project), env_for(project)))
+        '[[invariant]]\nid = "no-force"\nwhen = { tool = "Bash", args = { command = "--force" } }\n'
+        'verdict = "block"\nmessage = "no force push"\n', encoding="utf-8")
+    denied = inner(hook(client, "pre-tool-use", pre("Bash", {"command": command}, project),
+                        env_for(project)))
     assert denied["permissionDecision"] == "deny" and "updatedInput" not in denied
+
+
+def claude_post(command: str, response: dict[str, Any], cwd: Path,
+                session: str = "s-sink") -> dict[str, Any]:
+    return {"session_id": session, "cwd": str(cwd), "hook_event_name": "PostToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command},
+            "tool_response": response, "tool_use_id": "toolu_sink"}
+
+
+def ref_in(text: str) -> str:
+    (ref,) = set(re.findall(r"mem://sha256:[0-9a-f]{64}", text))
+    return ref
+
+
+def test_claude_code_large_shell_output_is_replaced_after_it_ran(project: Path,
+                                                                osiris_home: Path) -> None:
+    """Claude Code cuts a large output to 30,000 characters in the hook input and keeps
+    the whole in ``persistedOutputPath``: OSIRIS stores the whole and answers
+    ``updatedToolOutput``, the tool's own response with stdout replaced."""
+    whole = "".join(f"line {i}: value {i * 7}\n" for i in range(20_000))
+    persisted = project / "persisted.txt"
+    persisted.write_text(whole, encoding="utf-8")
+    response = {"stdout": whole[:30_000], "stderr": "", "interrupted": False,
+                "isImage": False, "noOutputExpected": False,
+                "persistedOutputPath": str(persisted), "persistedOutputSize": len(whole)}
+    out = inner(hook("claude-code", "post-tool-use", claude_post("gen", response, project),
+                     env_for(project)))
+    updated = out["updatedToolOutput"]
+    assert set(updated) == {"stdout", "stderr", "interrupted", "isImage", "noOutputExpected"}
+    assert updated["stderr"] == "" and updated["interrupted"] is False
+    shown = updated["stdout"]
+    assert len(shown) < 4_000 and "whole output (20,000 lines" in shown
+    assert "Process exited" not in shown  # Claude Code names the status itself
+    assert home_rows(osiris_home, "SELECT size_bytes FROM refs WHERE ref = ?",
+                     [ref_in(shown)]) == [(len(whole.encode()),)]
+    # Small output, no persisted file: stdout and stderr as Claude Code shows them.
+    small = {"stdout": "ok", "stderr": "warning: x", "interrupted": False, "isImage": False}
+    assert "updatedToolOutput" not in inner(hook(
+        "claude-code", "post-tool-use", claude_post("echo ok", small, project),
+        env_for(project)))
+
+
+def test_shell_outputs_the_rules_exempt_pass_as_the_client_shows_them(
+        project: Path, tmp_path: Path) -> None:
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        '[routing]\nexempt = ["npm run dev*"]\n', encoding="utf-8")
+    big = "".join(f"row {i}\n" for i in range(8_000))
+    response = {"stdout": big, "stderr": "", "interrupted": False, "isImage": False}
+    assert "updatedToolOutput" in inner(hook(
+        "claude-code", "post-tool-use", claude_post("cat rows", response, project),
+        env_for(project)))
+    for command, extra in (("npm run dev -- --port 3", {}),
+                           ("npm test", {"run_in_background": True})):
+        payload = claude_post(command, response, project)
+        payload["tool_input"].update(extra)
+        assert "updatedToolOutput" not in inner(hook("claude-code", "post-tool-use", payload,
+                                                     env_for(project))), command
+    # A persisted path that is not a regular file (a FIFO) never blocks the hook.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    hostile = {**response, "persistedOutputPath": str(fifo)}
+    assert "updatedToolOutput" not in inner(hook(
+        "claude-code", "post-tool-use", claude_post("cat x", hostile, project),
+        env_for(project)))
+    # Switched off: the same large output passes.
+    (project / ".osiris" / "invariants.toml").write_text("[routing]\nshell = false\n",
+                                                         encoding="utf-8")
+    assert "updatedToolOutput" not in inner(hook(
+        "claude-code", "post-tool-use", claude_post("cat rows", response, project),
+        env_for(project)))
+
+
+def codex_rollout(path: Path, call_id: str, output: str, exit_code: int) -> None:
+    """A rollout with the record Codex 0.169.0 appends when a command ends (the shape the
+    real binary writes; tests/harness/test_routing_real_clients.py checks it there)."""
+    item = {"type": "CommandExecution", "id": call_id, "process_id": "18722",
+            "command": ["/bin/bash", "-lc", "make test"], "cwd": "file:///p",
+            "source": "unified_exec_startup",
+            "status": "completed" if exit_code == 0 else "failed",
+            "aggregated_output": output, "exit_code": exit_code,
+            "duration": {"secs": 0, "nanos": 1}}
+    lines = [{"type": "session_meta", "payload": {}},
+             {"type": "event_msg", "payload": {"type": "item_completed", "item": item}},
+             {"type": "response_item", "payload": {"type": "function_call_output",
+                                                   "call_id": call_id, "output": "cut"}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_codex_shell_output_is_replaced_with_its_exit_status(project: Path,
+                                                             tmp_path: Path) -> None:
+    whole = "".join(f"test_{i} PASSED\n" for i in range(3_000)) + "FAILED test_z - boom\n"
+    rollout = tmp_path / "rollout-1.jsonl"
+    codex_rollout(rollout, "call_7", whole, 2)
+    payload = {"session_id": "s-cx", "cwd": str(project), "hook_event_name": "PostToolUse",
+               "transcript_path": str(rollout), "tool_name": "Bash",
+               "tool_input": {"command": "make test"}, "tool_use_id": "call_7",
+               "tool_response": whole[:5_000] + "\n…cut by Codex…\n" + whole[-5_000:]}
+    doc = hook("codex", "post-tool-use", payload, env_for(project))
+    assert doc["decision"] == "block"
+    reason = doc["reason"]
+    assert reason.startswith("Process exited with code 2\n")
+    assert "FAILED test_z - boom" in reason and "whole output (3,001 lines" in reason
+    # Without the rollout's record (another format, a command still running): untouched.
+    other = {**payload, "tool_use_id": "call_8", "session_id": "s-cx2"}
+    assert "decision" not in hook("codex", "post-tool-use", other, env_for(project))
 
 
 def test_switching_each_feature_off(project: Path) -> None:

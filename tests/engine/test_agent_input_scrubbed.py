@@ -10,7 +10,6 @@ from typing import Any
 
 from mcp import Client
 
-from osiris.core import routing
 from osiris.engine import Engine
 from tests.conftest import home_rows, run_cli
 from tests.server.transports import home_of, osiris_env, run, stdio_params
@@ -128,16 +127,23 @@ def test_secrets_in_agent_input_are_scrubbed_everywhere() -> None:
     hook_in = {"session_id": "s-secret", "cwd": "/work", "hook_event_name": "PreToolUse",
                "tool_name": "Bash", "tool_use_id": "toolu_1",
                "tool_input": {"command": f"aws s3 ls --key {AWS} {DB_URL}"}}
-    pre_answer = json.loads(_hook(env, "pre-tool-use", hook_in))
-    # The one place the raw command goes back: the rewrite the client runs (the command
-    # needs its own arguments); it is the agent's own text, sent only to its own client,
-    # and nothing of it is stored (checked below).
-    updated = pre_answer.get("hookSpecificOutput", {}).pop("updatedInput")
-    assert routing.unwrap_command(updated["command"]) == hook_in["tool_input"]["command"]
+    pre_text = _hook(env, "pre-tool-use", hook_in)
+    pre_answer = json.loads(pre_text) if pre_text.strip() else {}
+    # A shell command is never rewritten: the raw command never comes back.
+    assert "updatedInput" not in pre_answer.get("hookSpecificOutput", {})
     answers.append(("hook pre", json.dumps(pre_answer)))
     post = {**hook_in, "hook_event_name": "PostToolUse",
             "tool_response": {"stdout": f"token {GITHUB}\n", "stderr": "", "exit_code": 0}}
     answers.append(("hook post", _hook(env, "post-tool-use", post)))
+    # A large output with the secret at its end: the preview that replaces it is built
+    # from the scrubbed text.
+    large = "".join(f"line {i}\n" for i in range(3000)) + f"Error: bad token {GITHUB}\n"
+    post_large = {**post, "tool_response": {"stdout": large, "stderr": "",
+                                            "interrupted": False, "isImage": False}}
+    replaced = json.loads(_hook(env, "post-tool-use", post_large))
+    shown = replaced["hookSpecificOutput"]["updatedToolOutput"]["stdout"]
+    assert "Error: bad token [REDACTED:" in shown
+    answers.append(("hook post, replaced", json.dumps(replaced)))
     for where, text in answers:
         _assert_clean(where, text)
     stored = _every_stored_text(home_of(env))

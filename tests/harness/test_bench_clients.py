@@ -111,10 +111,16 @@ def test_installing_changes_exactly_the_large_outputs(
         assert "chars truncated" in bare[read] or "tokens truncated" in bare[read]
         assert "line 00600 of the large file" not in bare[read]
         assert bare[small].endswith("Output:\nosiris-42\n")
-        # With OSIRIS: a preview with the ref, no cut by Codex.
+        # With OSIRIS: a preview with the ref of the whole file (under the 64 KiB Codex
+        # keeps in its record of a command), no cut by Codex.
+        assert with_osiris[read].startswith("Process exited with code 0\n")
         assert f"whole output ({BIG_LINES:,} lines" in with_osiris[read]
         assert "truncated" not in with_osiris[read]
-    assert "[osiris: exit 0; whole output (40,000 lines" in with_osiris[large]
+    if client == CLAUDE_CODE:  # the whole output, from the file Claude Code persisted
+        assert "[osiris: whole output (40,000 lines" in with_osiris[large]
+    else:  # past 64 KiB Codex itself kept its head and tail only, and OSIRIS says so
+        assert with_osiris[large].startswith("Process exited with code 0\n")
+        assert "[osiris: output as the client kept it, its middle cut (" in with_osiris[large]
     assert "40000" in with_osiris[large]  # the preview shows the tail
     assert len(with_osiris[large]) < 3_000
     assert _REMINDER.sub("", with_osiris[small]).strip().endswith("osiris-42")

@@ -127,31 +127,40 @@ def test_claude_code_gets_a_window_outline_and_ref_for_a_large_read(tmp_path: Pa
 
 
 def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) -> None:
+    """The command runs in Claude Code's own shell; OSIRIS's PostToolUse hook (an
+    ``mcp_tool`` hook, as installed) replaces a large output with a preview and the ref
+    of the whole output, which it reads from the file Claude Code persisted."""
     require_client(CLAUDE_CODE)
     workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
     rules = workspace.project / ".osiris" / "invariants.toml"
     rules.parent.mkdir()
-    rules.write_text('[routing]\nshell = true\nexempt = ["seq 1 7*"]\n', encoding="utf-8")
-    failing = "seq 1 20000; echo 'FAILED tests/test_x.py::test_y - assert 1 == 2' >&2; exit 3"
+    rules.write_text('[routing]\nexempt = ["seq 1 7*"]\n', encoding="utf-8")
+    large = "seq 1 20000; echo 'WARNING tests/test_x.py::test_y is slow' >&2"
+    failing = "seq 1 20000; exit 3"
     quoted = "printf '%s|%s\\n' \"$(echo ünï \"q'd\")\" $((6*7)) && cat <<'EOF'\n$HOME `x`\nEOF"
     results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("Bash", {"command": large}),
         ToolCall("Bash", {"command": failing}),
         ToolCall("Bash", {"command": "seq 1 7000"}),
         ToolCall("Bash", {"command": quoted})], extra)
     shown = results[1][-1]
-    assert "exit 3" in shown and "FAILED tests/test_x.py::test_y" in shown
+    assert "whole output (20,001 lines" in shown
     assert len(shown) < 4000  # a preview, not 20,000 lines
+    assert "<persisted-output>" not in shown
     (ref,) = set(REF.findall(shown))
-    stored = _recall(workspace, ref)
-    expected = subprocess.run(["bash", "-c", failing], capture_output=True, text=True,
-                              check=False)
-    assert stored.splitlines()[:20000] == expected.stdout.splitlines()
-    assert "FAILED tests/test_x.py::test_y" in stored
+    # Claude Code 2.1.328 merges stderr into stdout, as 2>&1 would.
+    expected = subprocess.run(["bash", "-c", large], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False)
+    assert _recall(workspace, ref) == expected.stdout
+    # A failing command comes to PostToolUseFailure, whose output Claude Code does not let
+    # a hook replace: the model gets Claude Code's own cut, as without OSIRIS.
+    assert results[2][-1].startswith("Exit code 3\n1\n2\n")
+    assert "stored as mem://" not in results[2][-1]
     # The exempt command passed untouched (Claude Code persists a big output itself).
-    assert "[osiris: exit" not in results[2][-1] and "stored as mem://" not in results[2][-1]
-    assert "<persisted-output>" in results[2][-1]
-    # Quotes, $(), unicode and a heredoc run exactly as written.
-    assert results[3][-1].strip().splitlines() == ["ünï q'd|42", "$HOME `x`"]
+    assert "stored as mem://" not in results[3][-1]
+    assert "<persisted-output>" in results[3][-1]
+    # Quotes, $(), unicode and a heredoc: Claude Code's shell ran them.
+    assert results[4][-1].strip().splitlines()[:2] == ["ünï q'd|42", "$HOME `x`"]
 
 
 def test_a_broken_osiris_home_leaves_outputs_unchanged(tmp_path: Path) -> None:
@@ -170,25 +179,39 @@ def test_a_broken_osiris_home_leaves_outputs_unchanged(tmp_path: Path) -> None:
 
 
 def test_codex_shell_output_becomes_a_preview_with_its_ref(tmp_path: Path) -> None:
+    """The command runs in Codex's own shell; OSIRIS's PostToolUse hook takes the exit
+    status and the fuller output from the rollout Codex wrote, and Codex shows the model
+    OSIRIS's answer (``decision: "block"``) instead of its own cut."""
     require_client(CODEX)
     workspace, extra = _workspace(tmp_path, CODEX)
     hooks = json.loads((workspace.codex_home / "hooks.json").read_text("utf-8"))
     assert set(hooks["hooks"]) == {"PreToolUse", "PostToolUse", "SessionStart"}
-    rules = workspace.project / ".osiris" / "invariants.toml"
-    rules.parent.mkdir()
-    rules.write_text("[routing]\nshell = true\n", encoding="utf-8")
     big = workspace.project / "big.py"
-    _big_file(big)
+    _big_file(big, lines=2500)  # under the 64 KiB Codex keeps whole in its rollout
+    huge = workspace.project / "huge.py"
+    _big_file(huge, lines=8000)
     results = _run(CODEX, workspace, [
         ToolCall("exec_command", {"cmd": "cat big.py"}),
-        ToolCall("exec_command", {"cmd": "echo small; exit 4"})], extra)
+        ToolCall("exec_command", {"cmd": "echo small; exit 4"}),
+        ToolCall("exec_command", {"cmd": "cat huge.py; echo 'FAILED at the end'; exit 5"})],
+        extra)
     shown = results[1][-1]
-    assert "osiris: exit 0" in shown and "4,000 lines" in shown
-    assert "truncated" not in shown.lower()  # Codex's own cut is no longer needed
+    assert shown.startswith("Process exited with code 0\n") and "2,500 lines" in shown
+    assert "truncated" not in shown.lower() and len(shown) < 4000
     (ref,) = set(REF.findall(shown))
     assert _recall(workspace, ref) == big.read_text("utf-8")
+    # A small output reaches the model as Codex shows it.
     assert "Process exited with code 4" in results[2][-1]
-    assert results[2][-1].endswith("small\n")
+    assert results[2][-1].endswith("small\n") and "osiris" not in results[2][-1]
+    # Past 64 KiB Codex itself keeps head and tail only: OSIRIS stores that, says so
+    # nowhere it need not, and the failure at the end is in the preview.
+    failed = results[3][-1]
+    assert failed.startswith("Process exited with code 5\n")
+    assert "FAILED at the end" in failed
+    (cut,) = set(REF.findall(failed))
+    stored = _recall(workspace, cut)
+    assert stored.startswith(huge.read_text("utf-8")[:1000])
+    assert "command output truncated for persistence" in stored
 
 
 class _UntilDone:

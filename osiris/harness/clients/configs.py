@@ -37,7 +37,7 @@ OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
     "osiris-observe": {"read": False, "rereads": False, "shell": False,
                        "mcp_outputs": False, "compaction": False},
     "osiris-read": {"shell": False},
-    "osiris-shell": {"read": False, "rereads": False, "shell": True},
+    "osiris-shell": {"read": False, "rereads": False},
 }
 """OSIRIS with one routing feature at a time (``[routing]`` of an invariants file in a
 root of its own): ``osiris-observe`` is OSIRIS before routing (its hooks only watch)."""

@@ -190,13 +190,17 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
 
 
 def client_argv(client: str, tools: Tools, prompt: str,
-                extra_args: Sequence[str] = ()) -> list[str]:
-    """The command line of one non-interactive session."""
+                extra_args: Sequence[str] = (), codex_approvals: str | None = None,
+                ) -> list[str]:
+    """The command line of one non-interactive session. ``codex_approvals``: run Codex
+    under that approval policy in its ``workspace-write`` sandbox, as a user who kept
+    them would (default: both bypassed, as measurements need every call to run)."""
     binary = str(tools.client(client))
     if client == CLAUDE_CODE:
         return [binary, "-p", prompt, "--output-format", "json", *extra_args]
-    return [binary, "exec", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "--json", *extra_args, prompt]
+    policy = ["--dangerously-bypass-approvals-and-sandbox"] if codex_approvals is None else [
+        "-c", f"approval_policy={codex_approvals}", "--sandbox", "workspace-write"]
+    return [binary, "exec", "--skip-git-repo-check", *policy, "--json", *extra_args, prompt]
 
 
 @dataclass(frozen=True)
@@ -240,8 +244,8 @@ class ClientRun:
 
 def run_client(client: str, server: ModelServer, workspace: Workspace, prompt: str, *,
                tools: Tools, timeout_s: float = DEFAULT_TIMEOUT_S,
-               extra_args: Sequence[str] = (), extra_env: Mapping[str, str] | None = None
-               ) -> ClientRun:
+               extra_args: Sequence[str] = (), extra_env: Mapping[str, str] | None = None,
+               codex_approvals: str | None = None) -> ClientRun:
     """Run one session of ``client`` in ``workspace.project`` against ``server``.
 
     The client runs in its own process group; at the time limit the whole group (the
@@ -250,7 +254,7 @@ def run_client(client: str, server: ModelServer, workspace: Workspace, prompt: s
     to keep them apart)."""
     if client == CODEX:
         point_codex_at(workspace, server.base_url)
-    argv = client_argv(client, tools, prompt, extra_args)
+    argv = client_argv(client, tools, prompt, extra_args, codex_approvals)
     env = client_env(client, workspace, server.base_url, tools, extra_env)
     already = len(server.requests())
     started = time.monotonic()

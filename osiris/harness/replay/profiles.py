@@ -15,8 +15,8 @@ names, for one client, every behaviour that changes the prompt:
 * **eviction** — whether anything may leave the history at the agent's request (no
   shipped client allows it; a Python agent loop that owns its messages does);
 * **routing** — what OSIRIS can really do in that client at this commit: in Claude
-  Code and Codex its hooks observe every call and run shell calls through ``osiris run``
-  (a large output reaches the model as a preview and ref); windows of large reads and
+  Code and Codex its hooks observe every call and replace a large shell output, after it
+  ran, by a preview and ref (from what the client gives the hook); windows of large reads and
   re-read pointers need the files, which a replay does not have, so only the real-client
   stage measures them; an agent loop routes every observation through the engine.
 
@@ -202,9 +202,10 @@ def profile(name: str) -> ClientProfile:
             shaper=_claude_code_shaper(count),
             notes=("Read shows at most 25,000 tokens, a Bash output of 30,100 characters or "
                    "more becomes a persisted-output preview (measured)",
-                   "OSIRIS's hooks observe every call and run Bash through osiris run (a "
-                   "large output becomes its preview and ref); read windows and re-read "
-                   "pointers are measured in the real client only"))
+                   "OSIRIS's hooks observe every call; a large Bash output of a command "
+                   "Claude Code counts a success is replaced after it ran by its preview and "
+                   "the ref of the whole (a failure cannot be replaced); read windows and "
+                   "re-read pointers are measured in the real client only"))
     if name == "codex":
         return ClientProfile(
             name, f"Codex CLI {version}", head_tokens=head_tokens(name), head_how=how,
@@ -213,8 +214,9 @@ def profile(name: str) -> ClientProfile:
             osiris_head_tokens=delta_tokens(name, "osiris"), shaper=_codex_shaper(),
             notes=("shell output over about 10,000 bytes keeps 5,000 bytes of head and of "
                    "tail (measured)",
-                   "osiris install codex writes the MCP server entry and hooks: shell calls "
-                   "run through osiris run",
+                   "osiris install codex writes the MCP server entry and hooks: a large "
+                   "shell output is replaced after it ran by its preview and ref, from the "
+                   "record Codex keeps of it (whole up to 64 KiB, head and tail beyond)",
                    "no compaction in the bundled Codex logs: not modelled"))
     if name == "agent-loop":
         return ClientProfile(

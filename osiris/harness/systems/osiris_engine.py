@@ -8,8 +8,9 @@ the client really gives it (:mod:`osiris.harness.replay.profiles`):
 * ``observe-hooks`` (Claude Code and Codex with ``osiris install``): the PreToolUse
   and PostToolUse hooks precheck and observe every call through the engine's hook path,
   and what the hooks answer enters the prompt;
-* ``shell`` (the same clients): a shell call runs through ``osiris run``, so a large
-  output reaches the model as its preview and ref (see :meth:`_through_hooks`).
+* ``shell`` (the same clients): a shell call runs in the client's shell; its
+  PostToolUse hook stores a large output and the model gets its preview and ref
+  instead (see :meth:`_through_hooks`).
 
 ``evict`` lets the agent drop what prune advice names (drop receipts) — only where the
 profile allows eviction.
@@ -32,7 +33,7 @@ from typing import Any, Protocol
 from osiris.config import Settings
 from osiris.core import client_hooks
 from osiris.core.operating_context import DOCTRINE
-from osiris.core.routing import run_footer
+from osiris.core.routing import SHELL_TOOLS
 from osiris.engine import Engine
 from osiris.errors import InvalidInputError
 from osiris.harness.replay.profiles import PROFILES
@@ -57,6 +58,22 @@ def loopguard_flag(step: int, tool: str, args: dict[str, Any],
             "patterns": sorted({r.split(":")[1] for r in reasons
                                 if r.startswith("loopguard") and ":" in r}),
             "reason": reasons[0] if reasons else ""}
+
+
+CODEX_RECORD_BYTES = 64 * 1024
+CODEX_RECORD_MARK = "\n\n... command output truncated for persistence ...\n\n"
+
+
+def codex_record(output: str) -> str:
+    """The ``aggregated_output`` Codex 0.169.0 records for a command (what its
+    PostToolUse hook can get): the whole output up to 64 KiB, else its first and last
+    32 KiB around Codex's mark (as seen in the real binary's rollouts)."""
+    data = output.encode("utf-8")
+    if len(data) <= CODEX_RECORD_BYTES:
+        return output
+    half = CODEX_RECORD_BYTES // 2
+    return (data[:half].decode("utf-8", "ignore") + CODEX_RECORD_MARK
+            + data[-half:].decode("utf-8", "ignore"))
 
 
 class PruningPolicy(Protocol):
@@ -204,13 +221,15 @@ class OsirisSystem(ReplayBase):
         return item
 
     def _through_hooks(self, step: Step, shown: str, ctx: Context) -> Item:
-        """A client with OSIRIS's command hooks: PreToolUse prechecks (and says how the
-        call is routed), PostToolUse observes. With ``shell`` routing a shell call runs
-        through ``osiris run``: an output over its threshold reaches the model as the
-        preview and ref ``osiris run`` prints, from the whole output (the client's own cut
-        never sees it). Windows of large reads and re-read pointers need the files
-        themselves, which a replay does not have: not modelled (the real-client stage
-        measures them)."""
+        """A client with OSIRIS's command hooks: PreToolUse prechecks, PostToolUse
+        observes. With ``shell`` routing, PostToolUse is given a shell call's output as
+        the real client gives it (:mod:`osiris.clients.shell_output`): Claude Code's
+        whole output of a command it counts a success (a failure comes as
+        PostToolUseFailure, which no hook can replace), Codex's record of the command
+        (the whole output up to 64 KiB, head and tail beyond: :func:`codex_record`);
+        an output over the threshold reaches the model as the preview and ref the hook
+        answers. Windows of large reads and re-read pointers need the files themselves,
+        which a replay does not have: not modelled (the real-client stage measures them)."""
         client = "codex" if self.profile.name == "codex" else "claude-code"
         verdict = self.engine.precheck(self._session_task, step.tool, args=step.args,
                                        client_format=client)
@@ -222,21 +241,22 @@ class OsirisSystem(ReplayBase):
             # user); what the agent did instead is unknown, so the replay goes on as the
             # log did, with the hook's reason added, and counts it.
             self.modes[f"hook_{decision['permissionDecision']}"] += 1
-        route = verdict.get("route") or {}
-        if route.get("op") == "wrap" and "shell" in self.routing and step.output:
-            routed = self.engine.route_output(
-                self._session_task, step.output, tool=step.tool, args=step.args,
-                failed=step.is_error, client=client, threshold=route.get("threshold"))
-            if routed is not None:
-                shown = (routed["preview"].rstrip("\n") + "\n" + run_footer(
-                    exit_code=1 if step.is_error else 0, lines=int(routed["lines"]),
-                    tokens=int(routed["tokens"]), ref=str(routed["ref"])))
-                self.modes["routed_shell"] += 1
-        item = ctx.add("output", shown, step.i)
+        observed, shell = shown or "(no output)", None
+        if "shell" in self.routing and step.output and step.tool in SHELL_TOOLS \
+                and (client == "codex" or not step.is_error):
+            observed = codex_record(step.output) if client == "codex" else step.output
+            shell = {"exit_code": (1 if step.is_error else 0) if client == "codex" else None,
+                     "complete": observed == step.output}
         answer = self.engine.observe(
             self._session_task, "error" if step.is_error else "result", tool=step.tool,
-            args=step.args, result=shown or "(no output)", client_format=client,
-            client_event="PostToolUseFailure" if step.is_error else "PostToolUse")
+            args=step.args, result=observed, client_format=client,
+            client_event="PostToolUseFailure" if step.is_error and client != "codex"
+            else "PostToolUse", shell=shell)
+        replaced = answer.get("replaced")
+        if replaced is not None:
+            shown = str(replaced["text"])
+            self.modes["routed_shell"] += 1
+        item = ctx.add("output", shown, step.i)
         self._hook_text(answer["client_output"], step, ctx)
         self.modes["observed"] += 1
         return item
