@@ -84,6 +84,17 @@ def main(argv: list[str]) -> int:
     """``osiris hook CLIENT EVENT`` (dispatched before the CLI is imported): the client's
     JSON on stdin, its decision JSON on stdout, exit 0 whatever OSIRIS's problem."""
     raw = sys.stdin.buffer.read()
+    try:
+        stdout, code = _dispatch(argv, raw)
+    except Exception as exc:  # a read-only or full home, anything: the call goes on
+        stdout, code = _skipped(argv[1] if len(argv) > 1 else "?",
+                                f"internal error {type(exc).__name__}: {exc}", raw)
+    if stdout:
+        sys.stdout.write(stdout + "\n")
+    return code
+
+
+def _dispatch(argv: list[str], raw: bytes) -> tuple[str, int]:
     if len(argv) != 2 or argv[1] not in EVENTS:
         stdout, code = _skipped(argv[1] if len(argv) > 1 else "?",
                                 "usage: osiris hook claude-code|codex " + "|".join(EVENTS),
@@ -95,6 +106,4 @@ def main(argv: list[str]) -> int:
         stdout, code = run_hook_via_owner(argv[1], raw, argv[0])
     else:  # off, or a bad value that the settings will name
         stdout, code = _in_process(argv[1], raw, argv[0])
-    if stdout:
-        sys.stdout.write(stdout + "\n")
-    return code
+    return stdout, code

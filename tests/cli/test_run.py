@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,6 +18,7 @@ from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.engine import Engine
 from tests.conftest import home_rows
+from tests.mounts import in_small_fs
 
 REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
 
@@ -127,3 +131,81 @@ def test_usage_errors_are_clear() -> None:
     bad = subprocess.run([sys.executable, "-m", "osiris", "run", "--bogus", "x", "--", "ls"],
                          capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "unknown option '--bogus'" in bad.stderr
+
+
+def test_a_command_that_kills_its_own_shell_ends_as_it_would_without_osiris() -> None:
+    """``kill -9 $$``: the shell dies by SIGKILL; so does ``osiris run``, with no
+    traceback (SIGKILL has no handler to reset)."""
+    done = run("echo before; kill -9 $$")
+    assert done.returncode == -signal.SIGKILL
+    assert done.stdout == b"before\n" and done.stderr == b""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_runner_takes_its_command_with_it_and_has_shown_its_head(tmp_path: Path
+                                                                         ) -> None:
+    """A client that SIGKILLs ``osiris run`` (a timeout) leaves no orphan, and what the
+    command printed first has already reached the client."""
+    pid_file = tmp_path / "pid"
+    with subprocess.Popen(launch_argv(sys.executable, "run", "--",
+                                      f"echo started; echo $$ > {pid_file}; exec sleep 600"),
+                          stdout=subprocess.PIPE) as runner:
+        _kill_runner_and_check(runner, pid_file)
+
+
+def _kill_runner_and_check(runner: subprocess.Popen[bytes], pid_file: Path) -> None:
+    try:
+        assert runner.stdout is not None
+        # Before the command ended (bounded: a runner that held it back would hang here).
+        ready, _, _ = select.select([runner.stdout], [], [], 60)
+        assert ready and runner.stdout.readline() == b"started\n"
+        for _ in range(400):
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        shell = int(pid_file.read_text())
+        assert _alive(shell)
+        runner.kill()
+        runner.wait(timeout=30)
+        for _ in range(400):
+            if not _alive(shell):
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        assert not _alive(shell)
+    finally:
+        runner.kill()
+        if pid_file.exists() and pid_file.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_closed_stdout_or_stderr_are_the_commands_to_see(tmp_path: Path) -> None:
+    runner = " ".join(shlex.quote(w) for w in launch_argv(sys.executable, "run", "--shell",
+                                                             "bash", "--"))
+    for command, redirection in (("echo to-stderr >&2; echo to-stdout", "2>&-"),
+                                 ("echo to-stdout; echo status=$? >&2", "1>&-")):
+        mine = bash(f"{runner} {shlex.quote(command)} {redirection}; echo exit=$?")
+        theirs = bash(f"bash -c {shlex.quote(command)} {redirection}; echo exit=$?")
+        assert (mine.stdout, mine.stderr) == (theirs.stdout, theirs.stderr), redirection
+        assert b"Traceback" not in mine.stderr
+
+
+@pytest.mark.slow
+def test_a_full_disk_keeps_the_output_and_the_exit_status(tmp_path: Path) -> None:
+    command = "seq 1 5000; echo 'df says: 100% used' >&2; exit 3"
+    root = tmp_path / "fs"
+    done = in_small_fs("full", root, [*launch_argv(sys.executable, "run", "--home",
+                                                   str(root / "home"), "--", command)])
+    expected = subprocess.run(["bash", "-c", command], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, check=False)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == expected.stdout
+    assert b"Traceback" not in done.stderr

@@ -16,6 +16,7 @@ from osiris.core import routing
 from osiris.core.tokens import default_counter
 from tests.clients import payloads
 from tests.conftest import REPO, home_rows, run_cli
+from tests.mounts import in_small_fs
 from tests.server.transports import client_for, osiris_env, run
 
 RULES = '''
@@ -491,3 +492,32 @@ def test_the_light_entry_points_name_what_the_core_names() -> None:
     assert hook_entry.EVENTS == client_hooks.EVENTS
     assert routing.RoutingConfig().shell_preview_tokens == runner.DEFAULT_THRESHOLD
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["full", "read-only"])
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_a_full_or_read_only_home_leaves_every_call_as_it_was(tmp_path: Path, kind: str,
+                                                              client: str) -> None:
+    """The hooks as installed (through the store owner) on a home that cannot be
+    written: exit 0, no decision, no replaced output, no traceback: the client goes on
+    exactly as without OSIRIS (issue 36, item 5)."""
+    root = tmp_path / "fs"
+    big = "\n".join(str(i) for i in range(1, 9001))
+    calls = {"pre-tool-use": {"hook_event_name": "PreToolUse",
+                              "tool_input": {"command": "df -h"}},
+             "post-tool-use": {"hook_event_name": "PostToolUse",
+                               "tool_input": {"command": "du -a /"},
+                               "tool_response": {"stdout": big, "stderr": "",
+                                                 "interrupted": False, "isImage": False}
+                               if client == "claude-code" else big}}
+    for event, payload in calls.items():
+        doc = {"session_id": "s-full", "cwd": str(tmp_path), "tool_name": "Bash",
+               "tool_use_id": "t1", **payload}
+        done = in_small_fs(kind, root, [*launch_argv(sys.executable, "hook", client, event)],
+                           stdin=json.dumps(doc),
+                           env={"OSIRIS_HOME": str(root / "home"),
+                                "OSIRIS_STORE_OWNER": "on"})
+        assert done.returncode == 0, done.stderr
+        assert b"Traceback" not in done.stderr, done.stderr.decode()
+        out = json.loads(done.stdout) if done.stdout.strip() else {}
+        assert set(out) <= {"systemMessage"}, out  # a note for the user, nothing else
