@@ -94,7 +94,7 @@ def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[s
         return {}
     answer = engine.precheck(f"session:{call.session_id}", call.tool, args=call.tool_input,
                              path=call.path, actor=f"{client}:{call.session_id}",
-                             client_format=client, cwd=call.cwd)
+                             client_format=client, cwd=call.cwd, subagent=call.agent_id)
     output = dict(answer["client_output"])
     route = answer.get("route")
     updated = _rewritten(engine.settings, call, client, route) if route else None
@@ -117,7 +117,7 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[
                             tool=call.tool, args=args, result=text,
                             actor=f"{client}:{call.session_id}", client_format=client,
                             client_event=call.event, cwd=call.cwd,
-                            tool_use_id=call.tool_use_id)
+                            tool_use_id=call.tool_use_id, subagent=call.agent_id)
     return dict(answer["client_output"])
 
 

@@ -34,6 +34,17 @@ def check_session_id(session_id: object) -> str:
     return text
 
 
+def check_subagent(subagent: object) -> str | None:
+    """A client's subagent id (1-128 of letters, digits, ``-_.``), None for the main
+    agent (None or empty), or InvalidInputError."""
+    if subagent is None or subagent == "":
+        return None
+    if not isinstance(subagent, str) or len(subagent) > 128 or not set(subagent) <= _ALLOWED:
+        raise InvalidInputError(f"{str(subagent)[:40]!r} is not a subagent id (1-128 "
+                                "letters, digits, '-', '_' or '.')")
+    return str(subagent)
+
+
 def session_task(ctx: EngineContext, tx: Tx, session_id: str, *, client: str,
                  cwd: str | None = None, principal: str | None = None) -> tuple[str, bool]:
     """The task of ``session_id``, created on first sight; returns (task_id, created)."""

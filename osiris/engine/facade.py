@@ -213,14 +213,16 @@ class Engine:
     def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
                  path: str | None = None, confirmed: bool = False, actor: str | None = None,
                  principal: str | None = None, client_format: str | None = None,
-                 cwd: str | None = None) -> dict[str, Any]:
+                 cwd: str | None = None, subagent: str | None = None) -> dict[str, Any]:
         """allow, warn, suggest_alternative, require_approval or block an intended action.
 
         ``client_format="claude-code"``: asked by a client hook; the answer also carries
         ``client_output``, the client's decision JSON, and only the text of it that the
         model will see is booked as OSIRIS's overhead. ``task_id`` may be
-        ``session:<client session id>`` (``cwd``: the session's directory)."""
+        ``session:<client session id>`` (``cwd``: the session's directory; ``subagent``:
+        the client's id of the subagent that asks, None for the main agent)."""
         check_client_format(client_format)
+        subagent = client_sessions.check_subagent(subagent)
         with self.store.transaction(actor or principal or "agent") as tx:
             task_id, created = client_sessions.resolve_task(
                 self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
@@ -233,7 +235,7 @@ class Engine:
                     answer, client_sessions.first_sight_note(task_id) if created else None,
                     tool=tool)
                 route = None if client_hooks.objects(output) else self._route_call(
-                    tx, task_id, tool, args or {}, cwd)
+                    tx, task_id, tool, args or {}, cwd, subagent)
                 if route and route["op"] == "pointer":
                     output = client_hooks.pointer_decision(output, route["reason"])
                 elif route and route.get("context"):
@@ -246,7 +248,7 @@ class Engine:
         return answer
 
     def _route_call(self, tx: Tx, task_id: str, tool: str, args: dict[str, Any],
-                    cwd: str | None) -> dict[str, Any] | None:
+                    cwd: str | None, subagent: str | None) -> dict[str, Any] | None:
         """How a client hook should rewrite the call (``osiris.core.routing``): a window
         of a large file, or running a shell command through ``osiris run``."""
         config = routing_ops.config_of(self.ctx, tx)
@@ -255,7 +257,8 @@ class Engine:
             if read_candidate(tool, args, config) is not None:  # it may be windowed
                 asks.append({**args, "offset": 1, "limit": config.read_window_lines})
             for asked in asks:
-                pointer = routing_ops.reread(self.ctx, tx, task_id, asked, cwd, config)
+                pointer = routing_ops.reread(self.ctx, tx, task_id, asked, cwd, config,
+                                             subagent)
                 if pointer is not None:
                     return {"op": "pointer", "reason": pointer}
         read = routing_ops.route_read(self.ctx, tx, task_id, tool, args, cwd, config)
@@ -342,7 +345,7 @@ class Engine:
                 usage: dict[str, Any] | None = None, actor: str | None = None,
                 principal: str | None = None, client_format: str | None = None,
                 client_event: str = "PostToolUse", cwd: str | None = None,
-                tool_use_id: str | None = None,
+                tool_use_id: str | None = None, subagent: str | None = None,
                 prepared: PayloadWork | None = None,
                 routed: str | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage.
@@ -358,8 +361,9 @@ class Engine:
 
         ``client_format="claude-code"``: observed by a client hook (``client_event``
         PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
-        its added context is booked as overhead."""
+        its added context is booked as overhead (``subagent``: as for :meth:`precheck`)."""
         check_client_format(client_format)
+        subagent = client_sessions.check_subagent(subagent)
         if routed is not None and (not isinstance(routed, str)
                                    or len(routed) > routing_core.MAX_ROUTED_HINT_CHARS
                                    or client_format is not None):
@@ -386,7 +390,8 @@ class Engine:
                 output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
                                                   client_format, client_event, output)
                 if tool == "Read" and kind != "error" and isinstance(args, dict):
-                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id)
+                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id,
+                                              subagent)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
             if routed is not None:
