@@ -15,7 +15,7 @@ from typing import Any
 
 from osiris.engine import planning
 from osiris.engine.context import EngineContext, authorize, check_task_id
-from osiris.errors import InvalidInputError
+from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store import statements
 from osiris.store.state import Tx
 
@@ -51,7 +51,12 @@ def session_task(ctx: EngineContext, tx: Tx, session_id: str, *, client: str,
     session_id = check_session_id(session_id)
     row = tx.con.execute(statements.SESSION_TASK, [session_id]).fetchone()
     if row is not None:
-        authorize(tx.con, row[0], principal)
+        try:
+            authorize(tx.con, row[0], principal)
+        except NotFoundError:
+            # Another identity's session: say so without naming its task.
+            raise NotFoundError(f"client session {session_id!r} belongs to another "
+                                "identity; it cannot be joined") from None
         return str(row[0]), False
     where = f" in {cwd}" if cwd else ""
     answer: dict[str, Any] = planning.plan_start(

@@ -4,7 +4,9 @@ owner, the CLI and the benchmark all drive. Each public method is one store tran
 (:mod:`osiris.engine.agent_input`).
 
 ``principal`` is the caller's authenticated identity (an HTTP bearer token's name);
-with one, a caller may use only the tasks it created. ``actor`` is what the journal
+with one, a caller may use only the tasks it created and read only the refs they hold
+(:func:`~osiris.engine.context.check_ref_visible`); without one, the caller is the
+home's local user, whose every task and ref is. ``actor`` is what the journal
 records as the caller (the principal, an agent id, or ``agent``).
 """
 
@@ -54,6 +56,7 @@ from osiris.engine.context import (
     EngineContext,
     account_answer,
     authorize,
+    check_ref_visible,
     check_task_id,
     derived_counts,
     journal,
@@ -299,12 +302,12 @@ class Engine:
         return replaced
 
     def compacted(self, task_id: str, *, client_format: str, actor: str | None = None,
-                  cwd: str | None = None) -> dict[str, Any]:
+                  cwd: str | None = None, principal: str | None = None) -> dict[str, Any]:
         """The client compacted its history: journal it, restart LoopGuard's window (what
         it counted left the prompt), and answer with the manifest and the live refs."""
         check_client_format(client_format)
         with self.store.transaction(actor or "agent") as tx:
-            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
+            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, principal,
                                                       client=client_format, cwd=cwd)
             state = derived_counts(tx.con, load_task(tx, task_id, self.ctx.cost_model),
                                    self.ctx.cost_model)
@@ -407,7 +410,12 @@ class Engine:
                where: Any = None, max_tokens: int | None = None, ignore_case: bool = False,
                language: str | None = None, task_id: str | None = None,
                actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
-        """Expand a ref server-side: only what was asked for enters the context."""
+        """Expand a ref server-side: only what was asked for enters the context.
+
+        The caller reads only a ref of its own principal (:func:`check_ref_visible`: no
+        task id needed, the ref is the capability); with ``task_id``, only a ref that task
+        holds: observed in it, or handed to it (a handoff's input refs to the child, the
+        refs of an accepted result back to the parent)."""
         task = check_task_id(task_id) if task_id is not None else None
         with self.store.transaction(actor or principal or "agent") as tx:
             if task is not None:
@@ -418,8 +426,7 @@ class Engine:
                 if tx.con.execute(statements.TASK_HOLDS_REF, [task, ref]).fetchone() is None:
                     raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
                                         "observed in this task nor handed to it")
-            if principal is not None:
-                self._check_ref_visible(tx.con, ref, principal)
+            check_ref_visible(tx.con, ref, principal)
             answer = recall_op.recall(
                 self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
                 context=context, fields=fields, where=where, max_tokens=max_tokens,
@@ -490,17 +497,8 @@ class Engine:
         """Raw verified bytes of a ref and its media type."""
         digest_of_ref(ref)
         with self.store.read() as con:
-            if principal is not None:
-                self._check_ref_visible(con, ref, principal)
+            check_ref_visible(con, ref, principal)
             row = con.execute(statements.REF_MEDIA_TYPE, [ref]).fetchone()
         if row is None:
             raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
         return self.store.refs.get(ref), str(row[0])
-
-    @staticmethod
-    def _check_ref_visible(con: Any, ref: str, principal: str) -> None:
-        row = con.execute("SELECT 1 FROM task_refs r JOIN tasks t USING (task_id)"
-                          " WHERE r.ref = ? AND t.owner = ? LIMIT 1", [ref, principal]
-                          ).fetchone()
-        if row is None:
-            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
