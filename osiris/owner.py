@@ -374,8 +374,10 @@ class Owner:
             outcome = skipped(None, str(doc.get("event")), f"configuration error: {exc}",
                               raw.encode("utf-8"))
         else:
+            principal = doc.get("principal")
             outcome = run_hook(engine.settings, str(doc.get("event")), raw.encode("utf-8"),
-                               str(doc.get("client")), engine=engine)
+                               str(doc.get("client")), engine=engine,
+                               principal=principal if isinstance(principal, str) else None)
         return {"ok": True, "result": {"stdout": outcome.stdout, "exit_code": outcome.exit_code,
                                        "problem": outcome.problem,
                                        "stderr": outcome.stderr}}, b""

@@ -66,13 +66,17 @@ def _rewritten(call: HookCall, route: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
-    """Precheck the intended call; the client's decision for it, with its rewrite."""
+def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
+                 principal: str | None = None) -> dict[str, Any]:
+    """Precheck the intended call; the client's decision for it, with its rewrite.
+    ``principal``: who delivered the hook (an HTTP bearer token's name; None: the local
+    user), whom the session's task belongs to."""
     if call.own_tool:
         return {}
     answer = engine.precheck(f"session:{call.session_id}", call.tool, args=call.tool_input,
                              path=call.path, actor=f"{client}:{call.session_id}",
-                             client_format=client, cwd=call.cwd)
+                             client_format=client, cwd=call.cwd, subagent=call.agent_id,
+                             principal=principal)
     output = dict(answer["client_output"])
     route = answer.get("route")
     updated = _rewritten(call, route) if route else None
@@ -81,7 +85,8 @@ def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[s
     return output
 
 
-def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
+def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
+                  principal: str | None = None) -> dict[str, Any]:
     """Observe the call's result or error; what the agent should hear about it, and, for
     a large shell output, the preview and ref the model is shown instead."""
     if call.own_tool:
@@ -96,7 +101,8 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[
                             tool=call.tool, args=call.tool_input, result=text,
                             actor=f"{client}:{call.session_id}", client_format=client,
                             client_event=call.event, cwd=call.cwd,
-                            tool_use_id=call.tool_use_id, shell=shell)
+                            tool_use_id=call.tool_use_id, subagent=call.agent_id,
+                            principal=principal, shell=shell)
     output = dict(answer["client_output"])
     replaced = answer.get("replaced")
     if replaced is not None:
@@ -105,12 +111,14 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[
     return output
 
 
-def session_start(engine: Engine, call: HookCall, client: str = CLIENT) -> dict[str, Any]:
+def session_start(engine: Engine, call: HookCall, client: str = CLIENT,
+                  principal: str | None = None) -> dict[str, Any]:
     """After a compaction: the manifest and the live refs, back in front of the model."""
     if call.source != "compact":
         return {}
     answer = engine.compacted(f"session:{call.session_id}", client_format=client,
-                              actor=f"{client}:{call.session_id}", cwd=call.cwd)
+                              actor=f"{client}:{call.session_id}", cwd=call.cwd,
+                              principal=principal)
     return dict(answer["client_output"])
 
 
@@ -119,9 +127,10 @@ HANDLERS = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
 
 
 def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *,
-             engine: Engine | None = None) -> HookOutcome:
+             engine: Engine | None = None, principal: str | None = None) -> HookOutcome:
     """Handle one hook invocation; never raises and never blocks because of OSIRIS.
-    ``engine``: the store owner's (else one is opened in this process for the call)."""
+    ``engine``: the store owner's (else one is opened in this process for the call);
+    ``principal``: as for :func:`pre_tool_use`."""
     try:
         call = client_hooks.parse_hook_input(raw, event)
     except OsirisError as exc:
@@ -130,12 +139,12 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
                                                     HOOK_LOCK_TIMEOUT_S))
     try:
         if engine is not None:
-            doc = HANDLERS[event](engine, call, client)
+            doc = HANDLERS[event](engine, call, client, principal)
         else:
             from osiris.engine import Engine
 
             with Engine(settings) as opened:
-                doc = HANDLERS[event](opened, call, client)
+                doc = HANDLERS[event](opened, call, client, principal)
     except CommittedWithErrors as exc:  # the call is recorded; only later work failed
         return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True)
     except OsirisError as exc:
@@ -148,16 +157,19 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
     return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
 
 
-def hook_in_server(engine: Any, event: str, raw: bytes, client: str = CLIENT) -> HookOutcome:
+def hook_in_server(engine: Any, event: str, raw: bytes, client: str = CLIENT,
+                   principal: str | None = None) -> HookOutcome:
     """A hook that reached the MCP server as a call to ``osiris_hook`` (Claude Code's
     ``mcp_tool`` hooks): run by the server's engine, or by the home's store owner when
-    the server is its client. Never raises, like :func:`run_hook`."""
+    the server is its client. Never raises, like :func:`run_hook`. ``principal``: the
+    caller's bearer identity, so the session's task is bound to it like any other."""
     from osiris.engine.remote import RemoteEngine
 
     if not isinstance(engine, RemoteEngine):
-        return run_hook(engine.settings, event, raw, client, engine=engine)
+        return run_hook(engine.settings, event, raw, client, engine=engine,
+                        principal=principal)
     try:
-        done = engine.hook(client, event, raw.decode("utf-8"))
+        done = engine.hook(client, event, raw.decode("utf-8"), principal)
     except OsirisError as exc:
         return skipped(engine.settings, event, f"{exc.code}: {exc}", raw)
     except Exception as exc:  # the owner's socket, anything: the tool must still run

@@ -499,6 +499,9 @@ class RouteServed(Event):
     """SHA-256 of the file's bytes when read."""
     tool_use_id: str | None
     """The client's id for the call."""
+    subagent: str | None
+    """The subagent whose context got the result (Claude Code's ``agent_id``); None for
+    the session's main agent. Version 2 on; version 1 records are the main agent's."""
 
 
 class RouteReread(Event):
@@ -531,8 +534,9 @@ EVENTS: dict[str, object] = {
 """Every event kind OSIRIS journals, and its record (a union where a kind has two
 shapes)."""
 
-VERSIONS: dict[str, int] = dict.fromkeys(EVENTS, 1)
-"""The version of each kind's record (stamped into the body as ``v``)."""
+VERSIONS: dict[str, int] = {**dict.fromkeys(EVENTS, 1), "route.served": 2}
+"""The version of each kind's record (stamped into the body as ``v``). ``route.served``
+2: the ``subagent`` whose context got the result."""
 
 EventKind = Literal[
     "task.start", "task.update", "task.resume", "task.restore", "task.status",

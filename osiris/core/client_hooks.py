@@ -2,6 +2,7 @@
 
 Claude Code runs hooks before and after each tool call. A PreToolUse hook reads
 ``{"session_id", "cwd", "hook_event_name", "tool_name", "tool_input", "tool_use_id"}``
+(plus ``agent_id`` and ``agent_type`` for a call from inside a subagent)
 and may answer ``{"hookSpecificOutput": {"hookEventName": "PreToolUse",
 "permissionDecision": "allow"|"deny"|"ask", "permissionDecisionReason": ...,
 "additionalContext": ...}}``; a PostToolUse hook also gets ``tool_response``
@@ -68,6 +69,11 @@ class HookCall:
     transcript_path: str | None = None
     """The client's record of the session (Codex's rollout holds a command's exit status
     and fuller output: :mod:`osiris.clients.shell_output`)."""
+    agent_id: str | None = None
+    """The subagent that made the call (Claude Code sets ``agent_id`` only for a call
+    from inside a subagent, the same id while that subagent lives or is resumed); None
+    for the session's main agent. Each has a context of its own: a result one of them
+    got is not in the other's prompt."""
 
     @property
     def own_tool(self) -> bool:
@@ -120,16 +126,19 @@ def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
         raise InvalidInputError("tool_input must be an object")
     cwd, use_id, error = doc.get("cwd"), doc.get("tool_use_id"), doc.get("error")
     transcript = doc.get("transcript_path")
+    agent = doc.get("agent_id")
+    if agent is not None and not isinstance(agent, str):
+        raise InvalidInputError("agent_id must be a string (the subagent's id)")
     return HookCall(event=str(name), session_id=session, tool=tool, tool_input=tool_input,
                     cwd=cwd if isinstance(cwd, str) else None,
                     tool_use_id=use_id if isinstance(use_id, str) else None,
                     response=doc.get("tool_response"),
-                    error=None if error is None else str(error),
+                    error=None if error is None else str(error), agent_id=agent or None,
                     transcript_path=transcript if isinstance(transcript, str) else None)
 
 
 HOOK_FIELDS = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
-               "tool_use_id", "tool_response", "error")
+               "tool_use_id", "tool_response", "error", "agent_id")
 """The hook input fields an ``mcp_tool`` hook passes to ``osiris_hook``, each as
 ``"${field}"``. Claude Code 2.1.328 fills in a string as it is, an object or array as
 its compact JSON text (``JSON.stringify``), and a missing field as the empty string."""

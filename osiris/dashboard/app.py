@@ -54,9 +54,6 @@ class Guard:
         self.origins = {f"http://{h}" for h in self.hosts} | {
             f"https://{h}" for h in self.hosts} | set(settings.http_allowed_origins)
 
-    def _token_ok(self, presented: str) -> bool:
-        return token_name(presented, self.tokens) is not None
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -98,7 +95,7 @@ class Guard:
     def _authenticate(self, request: Request) -> Response | None:
         offered = request.query_params.get("token")
         if offered is not None:
-            if not self._token_ok(offered):
+            if token_name(offered, self.tokens) is None:
                 return PlainTextResponse("unknown token", status_code=401)
             # Trade the token for a cookie and drop it from the address bar.
             query = urlencode([(k, v) for k, v in request.query_params.multi_items()
@@ -110,7 +107,11 @@ class Guard:
             return response
         scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
         presented = bearer if scheme.lower() == "bearer" else request.cookies.get(COOKIE, "")
-        if self._token_ok(presented):
+        name = token_name(presented, self.tokens)
+        if name is not None:
+            # The token's name is the reader's principal: the pages that show payload
+            # bytes show only its own refs (views.Views.ref).
+            request.scope.setdefault("state", {})["osiris_principal"] = name
             return None
         return PlainTextResponse(
             "Unauthorized: open the dashboard once as /?token=<OSIRIS_HTTP_TOKEN> (it is "

@@ -14,7 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from osiris.engine.context import check_ref_visible
 from osiris.engine.reads import Reader, fetch_row, rows_as_dicts
+from osiris.errors import NotFoundError
 
 PAGE = 50
 # The event filters read the journal body's fields (DuckDB's JSON functions), never its
@@ -209,17 +211,24 @@ class Queries:
         return Page(rows, f"{rows[-1]['created_us']}:{rows[-1]['ref']}"
                     if more and rows else None)
 
-    def ref_meta(self, ref: str) -> dict[str, Any] | None:
-        """One ref's metadata and the tasks that hold it."""
+    def ref_meta(self, ref: str, principal: str | None = None) -> dict[str, Any] | None:
+        """One ref's metadata and the tasks that hold it; None when it is unknown, or
+        not ``principal``'s (a bearer identity sees only refs its tasks hold, and only
+        those tasks: the rule of recall, :func:`~osiris.engine.context.check_ref_visible`)."""
         with self.store.read() as con:
+            try:
+                check_ref_visible(con, ref, principal)
+            except NotFoundError:
+                return None
             rows = rows_as_dicts(con.execute(
                 "SELECT ref, size_bytes, tokens, encoding, media_type, created_us,"
                 " redaction_version, redactions FROM refs WHERE ref = ?", [ref]))
             if not rows:
                 return None
             holders = [r[0] for r in con.execute(
-                "SELECT task_id FROM task_refs WHERE ref = ? ORDER BY created_us LIMIT 20",
-                [ref]).fetchall()]
+                "SELECT tr.task_id FROM task_refs tr JOIN tasks t USING (task_id)"
+                " WHERE tr.ref = ? AND (CAST(? AS VARCHAR) IS NULL OR t.owner = ?)"
+                " ORDER BY tr.created_us LIMIT 20", [ref, principal, principal]).fetchall()]
         return {**rows[0], "tasks": holders}
 
 

@@ -266,7 +266,8 @@ class Views:
             digest_of_ref(ref)
         except (InvalidInputError, ValueError):
             return self._problem(request, 400, "ref must look like mem://sha256:<64 hex>")
-        meta = self.queries.ref_meta(ref)
+        # With tokens, the bytes of a ref are its principal's alone, as over MCP.
+        meta = self.queries.ref_meta(ref, getattr(request.state, "osiris_principal", None))
         if meta is None:
             return self._problem(request, 404, f"{ref} is unknown to this OSIRIS home")
         verified, problem, preview, truncated = True, None, "", False

@@ -15,7 +15,7 @@ from typing import Any
 
 from osiris.engine import planning
 from osiris.engine.context import EngineContext, authorize, check_task_id
-from osiris.errors import InvalidInputError
+from osiris.errors import InvalidInputError, NotFoundError
 from osiris.store import statements
 from osiris.store.state import Tx
 
@@ -34,13 +34,29 @@ def check_session_id(session_id: object) -> str:
     return text
 
 
+def check_subagent(subagent: object) -> str | None:
+    """A client's subagent id (1-128 of letters, digits, ``-_.``), None for the main
+    agent (None or empty), or InvalidInputError."""
+    if subagent is None or subagent == "":
+        return None
+    if not isinstance(subagent, str) or len(subagent) > 128 or not set(subagent) <= _ALLOWED:
+        raise InvalidInputError(f"{str(subagent)[:40]!r} is not a subagent id (1-128 "
+                                "letters, digits, '-', '_' or '.')")
+    return str(subagent)
+
+
 def session_task(ctx: EngineContext, tx: Tx, session_id: str, *, client: str,
                  cwd: str | None = None, principal: str | None = None) -> tuple[str, bool]:
     """The task of ``session_id``, created on first sight; returns (task_id, created)."""
     session_id = check_session_id(session_id)
     row = tx.con.execute(statements.SESSION_TASK, [session_id]).fetchone()
     if row is not None:
-        authorize(tx.con, row[0], principal)
+        try:
+            authorize(tx.con, row[0], principal)
+        except NotFoundError:
+            # Another identity's session: say so without naming its task.
+            raise NotFoundError(f"client session {session_id!r} belongs to another "
+                                "identity; it cannot be joined") from None
         return str(row[0]), False
     where = f" in {cwd}" if cwd else ""
     answer: dict[str, Any] = planning.plan_start(

@@ -76,6 +76,20 @@ def authorize(con: duckdb.DuckDBPyConnection, task_id: str, principal: str | Non
                             "plan(mode='start') or check the id in your manifest")
 
 
+def check_ref_visible(con: Any, ref: str, principal: str | None) -> None:
+    """NotFoundError unless ``principal`` may read ``ref``.
+
+    A ref is a capability within one principal: an HTTP bearer identity reads a ref only
+    when a task it owns holds it (observed there, or handed to it); the local user (no
+    principal: stdio, hooks, the CLI, a server without tokens) owns the home and reads
+    every ref of it. Another identity's ref gets the answer an unknown ref gets (no
+    existence oracle)."""
+    if principal is None:
+        return
+    if con.execute(statements.PRINCIPAL_HOLDS_REF, [ref, principal]).fetchone() is None:
+        raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
+
+
 def load_task(tx: Tx, task_id: str, model: CostModel | None = None) -> TaskState:
     """The task's state inside a transaction (derived counts refreshed when a cost model
     is given); NotFoundError when absent."""

@@ -4,7 +4,9 @@ owner, the CLI and the benchmark all drive. Each public method is one store tran
 (:mod:`osiris.engine.agent_input`).
 
 ``principal`` is the caller's authenticated identity (an HTTP bearer token's name);
-with one, a caller may use only the tasks it created. ``actor`` is what the journal
+with one, a caller may use only the tasks it created and read only the refs they hold
+(:func:`~osiris.engine.context.check_ref_visible`); without one, the caller is the
+home's local user, whose every task and ref is. ``actor`` is what the journal
 records as the caller (the principal, an agent id, or ``agent``).
 """
 
@@ -53,6 +55,7 @@ from osiris.engine.context import (
     EngineContext,
     account_answer,
     authorize,
+    check_ref_visible,
     check_task_id,
     derived_counts,
     journal,
@@ -212,14 +215,16 @@ class Engine:
     def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
                  path: str | None = None, confirmed: bool = False, actor: str | None = None,
                  principal: str | None = None, client_format: str | None = None,
-                 cwd: str | None = None) -> dict[str, Any]:
+                 cwd: str | None = None, subagent: str | None = None) -> dict[str, Any]:
         """allow, warn, suggest_alternative, require_approval or block an intended action.
 
         ``client_format="claude-code"``: asked by a client hook; the answer also carries
         ``client_output``, the client's decision JSON, and only the text of it that the
         model will see is booked as OSIRIS's overhead. ``task_id`` may be
-        ``session:<client session id>`` (``cwd``: the session's directory)."""
+        ``session:<client session id>`` (``cwd``: the session's directory; ``subagent``:
+        the client's id of the subagent that asks, None for the main agent)."""
         check_client_format(client_format)
+        subagent = client_sessions.check_subagent(subagent)
         with self.store.transaction(actor or principal or "agent") as tx:
             task_id, created = client_sessions.resolve_task(
                 self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
@@ -232,7 +237,7 @@ class Engine:
                     answer, client_sessions.first_sight_note(task_id) if created else None,
                     tool=tool)
                 route = None if client_hooks.objects(output) else self._route_call(
-                    tx, task_id, tool, args or {}, cwd)
+                    tx, task_id, tool, args or {}, cwd, subagent)
                 if route and route["op"] == "pointer":
                     output = client_hooks.pointer_decision(output, route["reason"])
                 elif route and route.get("context"):
@@ -245,7 +250,7 @@ class Engine:
         return answer
 
     def _route_call(self, tx: Tx, task_id: str, tool: str, args: dict[str, Any],
-                    cwd: str | None) -> dict[str, Any] | None:
+                    cwd: str | None, subagent: str | None) -> dict[str, Any] | None:
         """How a client hook should rewrite the call (``osiris.core.routing``): a pointer
         to an earlier read, or a window of a large file. A shell call is never rewritten:
         its output is replaced after it ran, if at all (:meth:`_replace_shell_output`)."""
@@ -255,7 +260,8 @@ class Engine:
             if read_candidate(tool, args, config) is not None:  # it may be windowed
                 asks.append({**args, "offset": 1, "limit": config.read_window_lines})
             for asked in asks:
-                pointer = routing_ops.reread(self.ctx, tx, task_id, asked, cwd, config)
+                pointer = routing_ops.reread(self.ctx, tx, task_id, asked, cwd, config,
+                                             subagent)
                 if pointer is not None:
                     return {"op": "pointer", "reason": pointer}
         read = routing_ops.route_read(self.ctx, tx, task_id, tool, args, cwd, config)
@@ -317,12 +323,12 @@ class Engine:
                 "complete": complete}
 
     def compacted(self, task_id: str, *, client_format: str, actor: str | None = None,
-                  cwd: str | None = None) -> dict[str, Any]:
+                  cwd: str | None = None, principal: str | None = None) -> dict[str, Any]:
         """The client compacted its history: journal it, restart LoopGuard's window (what
         it counted left the prompt), and answer with the manifest and the live refs."""
         check_client_format(client_format)
         with self.store.transaction(actor or "agent") as tx:
-            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
+            task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, principal,
                                                       client=client_format, cwd=cwd)
             state = derived_counts(tx.con, load_task(tx, task_id, self.ctx.cost_model),
                                    self.ctx.cost_model)
@@ -363,7 +369,7 @@ class Engine:
                 usage: dict[str, Any] | None = None, actor: str | None = None,
                 principal: str | None = None, client_format: str | None = None,
                 client_event: str = "PostToolUse", cwd: str | None = None,
-                tool_use_id: str | None = None,
+                tool_use_id: str | None = None, subagent: str | None = None,
                 prepared: PayloadWork | None = None,
                 routed: str | None = None,
                 shell: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -380,11 +386,13 @@ class Engine:
 
         ``client_format="claude-code"``: observed by a client hook (``client_event``
         PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
-        its added context is booked as overhead. ``shell``: the call was a shell command
-        that ran in the client's shell and ``result`` is its output as the client adapter
-        found it (``{"exit_code": int | None, "complete": bool}``); when that output is
-        large the answer's ``replaced`` is what the hook shows the model instead."""
+        its added context is booked as overhead (``subagent``: as for :meth:`precheck`).
+        ``shell``: the call was a shell command that ran in the client's shell and
+        ``result`` is its output as the client adapter found it (``{"exit_code": int |
+        None, "complete": bool}``); when that output is large the answer's ``replaced``
+        is what the hook shows the model instead."""
         check_client_format(client_format)
+        subagent = client_sessions.check_subagent(subagent)
         if routed is not None and (not isinstance(routed, str)
                                    or len(routed) > routing_core.MAX_ROUTED_HINT_CHARS
                                    or client_format is not None):
@@ -411,7 +419,8 @@ class Engine:
                 output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
                                                   client_format, client_event, output)
                 if tool == "Read" and kind != "error" and isinstance(args, dict):
-                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id)
+                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id,
+                                              subagent)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
                 replaced = None
@@ -434,7 +443,12 @@ class Engine:
                where: Any = None, max_tokens: int | None = None, ignore_case: bool = False,
                language: str | None = None, task_id: str | None = None,
                actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
-        """Expand a ref server-side: only what was asked for enters the context."""
+        """Expand a ref server-side: only what was asked for enters the context.
+
+        The caller reads only a ref of its own principal (:func:`check_ref_visible`: no
+        task id needed, the ref is the capability); with ``task_id``, only a ref that task
+        holds: observed in it, or handed to it (a handoff's input refs to the child, the
+        refs of an accepted result back to the parent)."""
         task = check_task_id(task_id) if task_id is not None else None
         with self.store.transaction(actor or principal or "agent") as tx:
             if task is not None:
@@ -445,8 +459,7 @@ class Engine:
                 if tx.con.execute(statements.TASK_HOLDS_REF, [task, ref]).fetchone() is None:
                     raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
                                         "observed in this task nor handed to it")
-            if principal is not None:
-                self._check_ref_visible(tx.con, ref, principal)
+            check_ref_visible(tx.con, ref, principal)
             answer = recall_op.recall(
                 self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
                 context=context, fields=fields, where=where, max_tokens=max_tokens,
@@ -517,17 +530,8 @@ class Engine:
         """Raw verified bytes of a ref and its media type."""
         digest_of_ref(ref)
         with self.store.read() as con:
-            if principal is not None:
-                self._check_ref_visible(con, ref, principal)
+            check_ref_visible(con, ref, principal)
             row = con.execute(statements.REF_MEDIA_TYPE, [ref]).fetchone()
         if row is None:
             raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
         return self.store.refs.get(ref), str(row[0])
-
-    @staticmethod
-    def _check_ref_visible(con: Any, ref: str, principal: str) -> None:
-        row = con.execute("SELECT 1 FROM task_refs r JOIN tasks t USING (task_id)"
-                          " WHERE r.ref = ? AND t.owner = ? LIMIT 1", [ref, principal]
-                          ).fetchone()
-        if row is None:
-            raise NotFoundError(f"{ref} is unknown to this OSIRIS home")

@@ -146,11 +146,12 @@ class RemoteEngine:
     def compacted(self, task_id: str, **kwargs: Any) -> dict[str, Any]:
         return dict(self._call("compacted", task_id, **kwargs))
 
-    def hook(self, client: str, event: str, raw: str) -> dict[str, Any]:
+    def hook(self, client: str, event: str, raw: str, principal: str | None = None,
+             ) -> dict[str, Any]:
         """A client hook run by the owner (:func:`osiris.clients.hooks.run_hook` with its
         engine): ``{stdout, exit_code, problem, stderr}``."""
         result, _ = self._request({"op": "hook", "client": client, "event": event,
-                                   "raw": raw})
+                                   "raw": raw, "principal": principal})
         return dict(result)
 
     def route_output(self, task_id: str, text: str, **kwargs: Any) -> dict[str, Any] | None:

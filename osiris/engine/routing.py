@@ -137,8 +137,10 @@ def _file_digest(ctx: EngineContext, path: str, cwd: str | None) -> tuple[str, s
 
 
 def record_served(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
-                  cwd: str | None, tool_use_id: str | None) -> None:
-    """A ``Read`` result reached the model: remember the file's bytes and the window."""
+                  cwd: str | None, tool_use_id: str | None,
+                  subagent: str | None = None) -> None:
+    """A ``Read`` result reached the model: remember the file's bytes and the window,
+    and whose context got it (``subagent``; None: the session's main agent)."""
     key = routing.read_key(tool_input)
     path = tool_input.get("file_path")
     if key is None or not isinstance(path, str):
@@ -147,15 +149,22 @@ def record_served(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str
     if found is None:
         return
     journal(tx, "route.served", {"path": found[0], "offset": key[0], "limit": key[1],
-                                 "sha256": found[1], "tool_use_id": tool_use_id},
-            task_id=task_id)
+                                 "sha256": found[1], "tool_use_id": tool_use_id,
+                                 "subagent": subagent}, task_id=task_id)
 
 
 def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
-           cwd: str | None, config: RoutingConfig) -> str | None:
+           cwd: str | None, config: RoutingConfig, subagent: str | None = None,
+           ) -> str | None:
     """The pointer for a ``Read`` OSIRIS is sure is a second copy, else None: the same
-    file and window served in this task, the file's bytes unchanged since, and no
-    compaction since."""
+    file and window served in this task to the same context (the main agent's, or
+    ``subagent``'s), the file's bytes unchanged since, and no compaction since.
+
+    A subagent starts with a context of its own, and what it reads never enters its
+    parent's (only its final report does), nor another subagent's: a result served to
+    one context is no reason to deny a read in another. A fork (Claude Code's
+    ``subagent_type: "fork"``) does inherit its parent's conversation, but keying it
+    apart only costs a second copy, never a pointer to nothing."""
     key = routing.read_key(tool_input)
     path = tool_input.get("file_path")
     if not config.rereads or key is None or not isinstance(path, str):
@@ -166,9 +175,10 @@ def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
     row = tx.con.execute(
         "SELECT seq, body->>'sha256', body->>'tool_use_id' FROM events WHERE task_id = ?"
         " AND kind = 'route.served' AND body->>'path' = ? AND coalesce(body->>'offset', '')"
-        " = ? AND coalesce(body->>'limit', '') = ? ORDER BY seq DESC LIMIT 1",
+        " = ? AND coalesce(body->>'limit', '') = ? AND coalesce(body->>'subagent', '') = ?"
+        " ORDER BY seq DESC LIMIT 1",
         [task_id, found[0], "" if key[0] is None else str(key[0]),
-         "" if key[1] is None else str(key[1])]).fetchone()
+         "" if key[1] is None else str(key[1]), subagent or ""]).fetchone()
     if row is None or row[1] != found[1]:
         return None
     later = tx.con.execute("SELECT 1 FROM events WHERE task_id = ? AND seq > ? AND kind ="

@@ -132,7 +132,7 @@ HOOK = ToolDef(
     "Claude Code's hooks call this (osiris install writes them); you never need to.",
     _schema(["event", "session_id"], event={"enum": ["pre-tool-use", "post-tool-use"]},
             hook_event_name=S, session_id=S, cwd=S, tool_name=S, tool_input={},
-            tool_use_id=S, tool_response={}, error=S),
+            tool_use_id=S, tool_response={}, error=S, agent_id=S),
     read_only=False, idempotent=False)
 """Listed only with ``OSIRIS_HOOK_TOOL=on``: a PreToolUse or PostToolUse hook, its input
 fields as Claude Code's ``mcp_tool`` hook interpolates them

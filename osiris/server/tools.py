@@ -235,7 +235,8 @@ class ToolRouter:
         key = self._by_name.get(params.name)
         arguments: object = params.arguments if params.arguments is not None else {}
         if key == "hook":
-            return await anyio.to_thread.run_sync(hook_answer, self.gate, arguments)
+            return await anyio.to_thread.run_sync(hook_answer, self.gate, arguments,
+                                                  principal_of(ctx))
         if key is None:
             return error_result(InvalidInputError(
                 f"unknown tool {excerpt(params.name)}; listed: {', '.join(self._by_name)}"))
@@ -268,11 +269,13 @@ class ToolRouter:
 _HOOK_VALIDATOR = Validators((HOOK,), {})
 
 
-def hook_answer(gate: EngineGate, arguments: object) -> CallToolResult:
+def hook_answer(gate: EngineGate, arguments: object,
+                principal: str | None = None) -> CallToolResult:
     """Claude Code's ``mcp_tool`` hook, answered as the command hook answers (the same
     :func:`osiris.clients.hooks.run_hook`, routing included) without a process per call.
     The text is the hook's decision JSON (empty: none). A problem is a warning for the
-    user, never an error result that could stop the user's tool."""
+    user, never an error result that could stop the user's tool. ``principal``: the
+    caller's bearer identity: the session's task, and so its refs, are bound to it."""
     from osiris.clients import hooks
 
     fields = dict(arguments) if isinstance(arguments, Mapping) else {}
@@ -284,7 +287,8 @@ def hook_answer(gate: EngineGate, arguments: object) -> CallToolResult:
         problem = f"{exc.code}: {exc}"
         outcome = gate.run(lambda e: hooks.skipped(e.settings, event, problem, b""))
     else:
-        outcome = gate.run(lambda e: hooks.hook_in_server(e, event, raw))
+        outcome = gate.run(lambda e: hooks.hook_in_server(e, event, raw,
+                                                          principal=principal))
     if outcome.stderr:
         log.warning("%s", outcome.stderr.strip())
     return CallToolResult(content=[TextContent(type="text", text=outcome.stdout)],

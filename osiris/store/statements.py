@@ -27,6 +27,8 @@ TOOL_RESULT = ("SELECT ref, created_us, tokens FROM tool_results WHERE task_id =
 REF_EXISTS = "SELECT 1 FROM refs WHERE ref = ?"
 REF_MEDIA_TYPE = "SELECT media_type FROM refs WHERE ref = ?"
 TASK_HOLDS_REF = "SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?"
+PRINCIPAL_HOLDS_REF = ("SELECT 1 FROM task_refs r JOIN tasks t USING (task_id)"
+                       " WHERE r.ref = ? AND t.owner = ? LIMIT 1")
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE task_id = ?"
 MEMORY_EXISTS = "SELECT 1 FROM memory WHERE entry_id = ?"
 RECENT_CALLS = (

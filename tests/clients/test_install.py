@@ -221,7 +221,7 @@ def test_fresh_install_writes_the_entries_and_uninstall_leaves_nothing(
         hooks_file = world.hooks_file(scope)
         touched.append(hooks_file)
         fields = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
-                  "tool_use_id", "tool_response", "error")
+                  "tool_use_id", "tool_response", "error", "agent_id")
         for event, arg in (("PreToolUse", "pre-tool-use"), ("PostToolUse", "post-tool-use"),
                            ("PostToolUseFailure", "post-tool-use")):
             groups = json.loads(hooks_file.read_text("utf-8"))["hooks"][event]

@@ -336,3 +336,50 @@ def test_a_reread_of_an_unchanged_file_gets_a_pointer(project: Path) -> None:
                                           "source": "compact"}, env)
     assert "permissionDecision" not in inner(hook("claude-code", "pre-tool-use",
                                                   pre("Read", small, project, "s-re"), env))
+
+
+def test_a_subagent_gets_its_own_first_read_and_no_pointer_to_another_context(
+        project: Path) -> None:
+    """Claude Code 2.1.328 runs a subagent in the parent's session (same ``session_id``)
+    with a context of its own, and marks each of its hook calls with ``agent_id``
+    (tests/harness/test_routing_real_clients.py watches the real binary do it). A result
+    served to one context is not in another: the parent's read is no reason to deny the
+    subagent's, nor the subagent's the parent's, nor one subagent's another's."""
+    env = env_for(project)
+    small, only_sub = str(project / "small.py"), str(project / "big.py")
+    big_window = {"offset": 1, "limit": 250}
+
+    def read(path: str, agent: str | None, use_id: str, window: dict[str, int] | None = None,
+             ) -> dict[str, Any]:
+        """The PreToolUse answer for a Read by ``agent`` (None: the main agent), then,
+        unless it was denied, its PostToolUse (the result reached that context)."""
+        tool_input = {"file_path": path, **(window or {})}
+        extra = {"agent_id": agent, "agent_type": "general-purpose"} if agent else {}
+        asked = inner(hook("claude-code", "pre-tool-use",
+                           {**pre("Read", tool_input, project, "s-sub"), **extra,
+                            "tool_use_id": use_id}, env))
+        if asked.get("permissionDecision") is None:
+            served = {**pre("Read", {**tool_input, **asked.get("updatedInput", {})},
+                            project, "s-sub"), **extra, "hook_event_name": "PostToolUse",
+                      "tool_use_id": use_id,
+                      "tool_response": {"type": "text", "file": {"content": "..."}}}
+            assert hook("claude-code", "post-tool-use", served, env) == {}
+        return asked
+
+    assert "permissionDecision" not in read(small, None, "toolu_main")
+    # The subagent's first read of the file its parent read gets the file.
+    assert "permissionDecision" not in read(small, "a0b683af2e09dbf05", "toolu_sub")
+    again = read(small, "a0b683af2e09dbf05", "toolu_sub2")
+    assert again["permissionDecision"] == "deny"
+    assert "(tool call toolu_sub)" in again["permissionDecisionReason"]
+    # The parent's own re-read points at its own result, not at the subagent's.
+    parent = read(small, None, "toolu_main2")
+    assert parent["permissionDecision"] == "deny"
+    assert "(tool call toolu_main)" in parent["permissionDecisionReason"]
+    # A second subagent holds neither.
+    assert "permissionDecision" not in read(small, "a7f0c2", "toolu_other")
+    # What the subagent read (here a large file, windowed) never reached the parent.
+    assert read(only_sub, "a0b683af2e09dbf05", "toolu_sub3")["updatedInput"] == {
+        "file_path": only_sub, **big_window}
+    assert "permissionDecision" not in read(only_sub, None, "toolu_main3")
+    assert read(only_sub, None, "toolu_main4")["permissionDecision"] == "deny"

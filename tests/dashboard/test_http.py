@@ -15,7 +15,8 @@ from osiris.config import Settings
 from osiris.engine import Engine
 from tests.conftest import REPO
 from tests.dashboard.process import dashboard
-from tests.server.transports import osiris_env
+from tests.server.test_recall_scope import ALICE, BOB, TOKENS, UNKNOWN, alices_task
+from tests.server.transports import http_client, http_server, osiris_env, run
 
 HOSTILE = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">"
 
@@ -164,3 +165,35 @@ def test_tokens_are_required_beyond_loopback_and_honoured_on_loopback(
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie
         with httpx2.Client(base_url=base, cookies=login.cookies) as browser:
             assert browser.get("/tasks?q=x").status_code == 200
+
+
+def test_with_tokens_a_ref_page_shows_only_its_own_principals_bytes(tmp_path: Path) -> None:
+    """The recall rule on the dashboard (issue 36, item 12): with bearer tokens, the page
+    that shows a ref's bytes shows them only to the token whose tasks hold the ref; a
+    ref of another token, or of the local user, looks exactly like an unknown one."""
+    local = _populate(tmp_path)["ref"]  # the local user's (no token)
+    with http_server(osiris_env(OSIRIS_HOME=str(tmp_path), OSIRIS_HTTP_TOKEN=TOKENS)) as (
+            url, _):
+
+        async def alices() -> tuple[str, str]:
+            async with http_client(url, headers=ALICE) as alice:
+                return await alices_task(alice)
+
+        task, ref = run(alices())
+
+    def page(base: str, who: dict[str, str], shown: str) -> tuple[int, str]:
+        got = httpx2.get(f"{base}/ref?ref={shown}", headers=who)
+        # The page's clock and the ref itself aside, the answer must be the same.
+        return got.status_code, re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", "T",
+                                       got.text.replace(shown, "REF"))
+
+    with dashboard(osiris_env(OSIRIS_HOME=str(tmp_path), OSIRIS_HTTP_TOKEN=TOKENS)) as base:
+        status, text = page(base, ALICE, ref)
+        assert status == 200 and "alice&#39;s private data" in text and task in text
+        unknown = page(base, BOB, UNKNOWN)
+        assert unknown[0] == 404 and "unknown to this OSIRIS home" in unknown[1]
+        assert page(base, BOB, ref) == unknown
+        assert page(base, ALICE, local) == page(base, ALICE, UNKNOWN) == unknown
+    # Without tokens the reader is the local user, whose home it is: every ref.
+    with dashboard(osiris_env(OSIRIS_HOME=str(tmp_path))) as base:
+        assert page(base, {}, ref)[0] == page(base, {}, local)[0] == 200

@@ -24,8 +24,11 @@ from osiris.harness.clients.model_script import (
     ModelRequest,
     ScriptedTurns,
     ToolCall,
+    assistant_turns,
+    is_agent_turn,
     last_user_text,
     prompt_text,
+    results_by_id,
     tool_results,
 )
 from osiris.harness.clients.model_server import ModelServer
@@ -276,3 +279,95 @@ def test_claude_code_gets_a_preview_of_another_servers_large_output(tmp_path: Pa
     (ref,) = set(REF.findall(big))
     assert _recall(workspace, ref).count("\n") == 599
     assert '"row": 3, "title"' in small and "osiris" not in small.lower()
+
+
+class _Contexts:
+    """Plays the main agent and its subagents, each from its own list: a subagent's
+    requests are told apart by the task its parent gave it (its first user message holds
+    the marker); every other agent turn is the main agent's. The step is the request's
+    own count of model turns, so each context advances on its own."""
+
+    def __init__(self, main: list[ToolCall], subagents: dict[str, list[ToolCall]]) -> None:
+        self.main, self.subagents = main, subagents
+
+    @staticmethod
+    def first_user_text(request: ModelRequest) -> str:
+        for message in request.body.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "user":
+                content = message.get("content")
+                return content if isinstance(content, str) else prompt_text(
+                    {"messages": [message]})
+        return ""
+
+    def context_of(self, request: ModelRequest) -> str | None:
+        """The subagent marker of ``request``'s context, None for the main agent."""
+        first = self.first_user_text(request)
+        return next((m for m in self.subagents if m in first), None)
+
+    def reply(self, request: ModelRequest) -> Any:
+        if not is_agent_turn(request):
+            return FinalText("OK")
+        marker = self.context_of(request)
+        actions = self.main if marker is None else self.subagents[marker]
+        step = assistant_turns(request)
+        return actions[step] if step < len(actions) else FinalText(
+            "Done." if marker is None else f"{marker} done.")
+
+
+def test_claude_code_subagents_and_their_parent_each_get_their_first_read(
+        tmp_path: Path) -> None:
+    """A subagent shares its parent's session but not its context (Claude Code marks its
+    hook calls with ``agent_id``): its first Read of a file its parent read gets the file;
+    the parent's second Read gets the pointer to its own result; what a subagent read
+    never reached its parent nor a second subagent."""
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    settings = json.loads(workspace.claude_settings.read_text("utf-8"))
+    settings["permissions"]["allow"].append("Agent(*)")
+    workspace.claude_settings.write_text(json.dumps(settings), encoding="utf-8")
+    shared, theirs = workspace.project / "shared.py", workspace.project / "theirs.py"
+    shared.write_text("SHARED = 'read by everyone'\n", encoding="utf-8")
+    theirs.write_text("THEIRS = 'read by the first subagent'\n", encoding="utf-8")
+
+    def agent(marker: str, call_id: str) -> ToolCall:
+        # In the foreground: the parent goes on only when the subagent has ended.
+        return ToolCall("Agent", {"description": "read files", "subagent_type":
+                                  "general-purpose", "run_in_background": False,
+                                  "prompt": f"{marker}: read the files"}, call_id)
+
+    def read(path: Path, call_id: str) -> ToolCall:
+        return ToolCall("Read", {"file_path": str(path)}, call_id)
+
+    script = _Contexts(
+        main=[read(shared, "toolu_main_1"), agent("FIRST-SUBAGENT", "toolu_agent_1"),
+              read(shared, "toolu_main_2"), read(theirs, "toolu_main_3"),
+              agent("SECOND-SUBAGENT", "toolu_agent_2")],
+        subagents={"FIRST-SUBAGENT": [read(shared, "toolu_sub1_1"),
+                                      read(theirs, "toolu_sub1_2")],
+                   "SECOND-SUBAGENT": [read(theirs, "toolu_sub2_1")]})
+    with ModelServer(script) as server:
+        run = run_client(CLAUDE_CODE, server, workspace, "go", tools=TOOLS, timeout_s=240,
+                         extra_args=extra)
+    assert run.returncode == 0, run.describe()
+    results: dict[str, tuple[str, bool]] = {}
+    contexts: dict[str | None, int] = {}
+    for prompt in run.prompts:
+        results.update(results_by_id(prompt))
+        contexts[script.context_of(prompt)] = contexts.get(script.context_of(prompt), 0) + 1
+    assert set(contexts) == {None, "FIRST-SUBAGENT", "SECOND-SUBAGENT"}, contexts
+    pointer = "unchanged since you read it"
+
+    def got_file(call_id: str, text: str) -> bool:
+        shown, failed = results[call_id]
+        return text in shown and not failed and pointer not in shown
+
+    assert got_file("toolu_main_1", "read by everyone")
+    # The subagent's first read of the file its parent read: the file, not a pointer.
+    assert got_file("toolu_sub1_1", "read by everyone"), results["toolu_sub1_1"]
+    assert got_file("toolu_sub1_2", "read by the first subagent")
+    # The parent's second read: the pointer to its own first result.
+    shown, failed = results["toolu_main_2"]
+    assert failed and pointer in shown and "toolu_main_1" in shown, shown
+    # What the first subagent read is in neither the parent's context nor the second's.
+    assert got_file("toolu_main_3", "read by the first subagent"), results["toolu_main_3"]
+    assert got_file("toolu_sub2_1", "read by the first subagent"), results["toolu_sub2_1"]
