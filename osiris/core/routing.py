@@ -284,6 +284,7 @@ def compaction_context(manifest: str, refs: list[dict[str, Any]], limit: int = 3
         what = item.get("what") or item.get("tool") or "output"
         lines.append(f"- {item['ref']}: {what}, {int(item.get('tokens') or 0):,} tokens")
     if len(refs) > limit:
-        lines.append(f"- … {len(refs) - limit} older refs (osiris_recall on the manifest's "
-                     "task lists them)")
+        # The caller asks for one row more than it shows: there are older refs, and
+        # no tool lists them, so the line says only that.
+        lines.append("- … and older refs, not listed here")
     return "\n".join(lines)
