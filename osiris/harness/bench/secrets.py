@@ -245,7 +245,13 @@ def render(summary: dict[str, Any], rows: list[dict[str, Any]],
         "`2026.12.01-1` adds empty-user and `@`-in-password URLs, `Authorization` headers and "
         "command-line `-u user:password` / `--password=`, and lets prefixed tokens follow an "
         "underscore (`mcp__vault__ghp_…`); until then the engine scrubbed only payloads, so "
-        "every field of the table above was stored as sent.",
+        "every field of the table above was stored as sent. Version `2026.12.03-1` adds "
+        "unquoted YAML values (`password: X`), names that end in `_KEY` (`SECRET_KEY = "
+        "\"…\"`), XML elements (`<password>X</password>`), `mysql -pX`, `sshpass -p X` and "
+        "Databricks `dapi…` tokens, and runs the quoted assignment rule on `privateKey` and "
+        "`private-key` (its keyword filter knew only `private_key`); a review had found such "
+        "secrets in refs, the ledger and the WAL. A reference to a secret "
+        "(`os.environ[\"API_KEY\"]`, `${VAR}`) is not one and stays.",
         "",
     ]
     return "\n".join(lines)
