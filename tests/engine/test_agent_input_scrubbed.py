@@ -16,7 +16,7 @@ from osiris.core import routing
 from osiris.engine import Engine
 from osiris.store import owner_log
 from tests.conftest import home_rows, run_cli
-from tests.server.transports import home_of, osiris_env, run, stdio_params
+from tests.server.transports import home_of, observe_a_result, osiris_env, run, stdio_params
 
 # Fake secrets of three kinds the rules know (none of them is real).
 AWS = "AKIABWUGEITBT76ZKX4G"
@@ -203,17 +203,8 @@ def test_new_secret_shapes_reach_neither_refs_nor_ledger_nor_the_wal(write_behin
 
     async def flow() -> None:
         async with Client(stdio_params(env)) as client:
-            start = await client.call_tool("osiris_plan", {
-                "mode": "start", "objective": "deploy", "steps": ["deploy"]})
-            task = start.structured_content["task_id"]
-            observed = await client.call_tool("osiris_observe", {
-                "task_id": task, "kind": "result", "tool": "Bash",
-                "args": {"command": command}, "result": config + "row\n" * 800})
-            assert not observed.is_error, observed.content
-            assert observed.structured_content["mode"] != "full"  # the payload is a ref
-            recalled = await client.call_tool("osiris_recall", {
-                "ref": observed.structured_content["ref"], "op": "head", "lines": 8,
-                "task_id": task})
+            _, observed, recalled = await observe_a_result(client, command,
+                                                           config + "row\n" * 800)
             answers.extend(_text_of(r) for r in (observed, recalled))
 
     run(flow())
