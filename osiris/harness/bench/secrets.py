@@ -19,6 +19,9 @@ from osiris.core.redaction import default_rules, scrub
 from osiris.engine import Engine
 from osiris.harness.importers.traces import find_traces, load_trace
 
+TIMED_PASSES = 5
+"""Warm passes over the traces after the first; the fastest gives the throughput."""
+
 
 def scan_traces(traces_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Scrub every tool output of every trace; return finding rows and a summary."""
@@ -35,28 +38,32 @@ def scan_traces(traces_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
             args_chars += len(args)
             texts += [(rel, step, "output"), (rel, step, "args")]
             scanned += [step.output, args]
-    # Throughput is timed on a second pass. RE2 builds its automata lazily, on the text it
-    # scans, and the rules compile on first use: a first pass cost 4 times the second
-    # (0.11 s against 0.03 s), a cost an owner pays once, and which a full run had already
-    # paid in the stages before this one, so its figure was neither cold nor warm. The
-    # rules are passed explicitly: the engine's cache of short texts would turn the
-    # second pass into look-ups.
+    # The findings come from a first pass, the throughput from the best of the passes
+    # after it. RE2 builds its automata lazily, on the text it scans, and the rules compile
+    # on first use: a first pass cost 4 times the next (0.11 s against 0.03 s), a cost an
+    # owner pays once and a full run had already paid in earlier stages, so its figure was
+    # neither cold nor warm. The best of several: on this shared 2-core machine one pass
+    # took 0.03-0.08 s as other work came and went. The rules are passed explicitly: the
+    # engine's cache of short texts would turn the later passes into look-ups.
     rules = default_rules()
-    for text in scanned:
-        scrub(text, rules)
     rows: list[dict[str, Any]] = []
-    elapsed = 0.0
     for (rel, step, field_name), text in zip(texts, scanned, strict=True):
-        started = time.perf_counter()
-        result = scrub(text, rules)
-        elapsed += time.perf_counter() - started
-        for finding in result.findings:
+        for finding in scrub(text, rules).findings:
             context = text[max(0, finding.start - 40):finding.start]
             rows.append({"trace": rel, "step": step.i, "tool": step.tool,
                          "field": field_name, "rule_id": finding.rule_id,
                          "kind": finding.kind,
                          "context_before": context.replace("\n", " ")[-40:],
                          "secret_chars": finding.end - finding.start})
+    passes = []
+    for _ in range(TIMED_PASSES):
+        elapsed = 0.0
+        for text in scanned:
+            started = time.perf_counter()
+            scrub(text, rules)
+            elapsed += time.perf_counter() - started
+        passes.append(elapsed)
+    elapsed = min(passes)
     chars = sum(len(text) for text in scanned)
     summary = {"rules_version": rules.version, "outputs": outputs, "chars": chars,
                "args_chars": args_chars,
@@ -201,8 +208,9 @@ def render(summary: dict[str, Any], rows: list[dict[str, Any]],
         "",
         f"- findings: **{summary['findings']}**",
         f"- throughput: {summary['mb_per_s']:.1f} MB/s (total {summary['scrub_s']:.2f} s, "
-        "one core, RE2 with keyword pre-filters; timed on a second pass, once the rules "
-        "are compiled and RE2 has built its automata)",
+        "one core, RE2 with keyword pre-filters; the fastest of "
+        f"{TIMED_PASSES} passes after a first one, which compiles the rules and builds RE2's "
+        "automata)",
         "",
         "These sessions are public (MIT) and contain no real credentials, so every finding "
         "here is a false positive.",
