@@ -28,7 +28,9 @@ How
 * **Only this user.** The socket is created mode 0600 (in the home, or in a 0700
   directory of this user when the home's path is too long for a socket address) and
   every connection's peer uid (``SO_PEERCRED``) must be the owner's; anyone else is cut
-  off without a reply.
+  off without a reply. The owner runs with umask 077 and makes the home private when it
+  opens it (:mod:`osiris.store.fsutil`): DuckDB's database and WAL, the logs and the
+  refs are the user's alone.
 * **Durable before acknowledged.** A reply is sent after the call's transaction has
   committed (DuckDB syncs its WAL on COMMIT) and the journal witness is written: a call
   whose answer arrived survives a SIGKILL of the owner. A call in flight when the owner
@@ -66,6 +68,7 @@ from typing import Any
 from osiris import owner_wire as wire
 from osiris.config import Settings, settings_from_wire
 from osiris.errors import ConfigError, InvalidInputError, OsirisError, StoreError
+from osiris.store.fsutil import PRIVATE_FILE, PRIVATE_UMASK, make_private_dirs
 
 log = logging.getLogger("osiris.owner")
 
@@ -108,8 +111,8 @@ class Owner:
     def claim(self, timeout_s: float = 10.0) -> bool:
         """Take ``owner.lock``; False when another owner holds it and serves. An owner
         that holds it without serving is shutting down: wait for it to let go."""
-        self.home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.home / wire.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        make_private_dirs(self.home)
+        fd = os.open(self.home / wire.LOCK_NAME, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -446,6 +449,11 @@ def _same_socket(path: Path, inode: int) -> bool:
 
 def main(argv: list[str]) -> int:
     """``osiris owner --home DIR``: serve a home until idle (started by clients)."""
+    # Before anything is written: the owner makes the home's files, and DuckDB makes the
+    # database, its WAL (again after each checkpoint) and its temporary files with this
+    # process's umask, not with modes of OSIRIS's choosing. Its stderr, owner.log, was
+    # opened by its starter (osiris.owner_wire) and is made private when the store opens.
+    os.umask(PRIVATE_UMASK)
     parser = argparse.ArgumentParser(prog="osiris owner",
                                      description="serve one OSIRIS home over its socket")
     parser.add_argument("--home", required=True, help="the OSIRIS home to own")

@@ -205,6 +205,9 @@ def save_record(home: Path, config: Path, name: str, record: InstallRecord | Non
         with contextlib.suppress(OSError):
             path.parent.rmdir()
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The home and its folder private, as the store makes them (osiris.store.fsutil, which
+    # a client may not import); Path.mkdir gives only the last one its mode.
+    for folder in (home, path.parent):
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                  new_file_mode=0o600)

@@ -12,6 +12,7 @@ also skips ``site``.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from osiris import environ
@@ -23,6 +24,9 @@ CLIENTS = ("claude-code", "codex")
 module costs the hook's start ``dataclasses`` and ``re``)."""
 EVENTS = ("pre-tool-use", "post-tool-use", "session-start")
 """:data:`osiris.core.client_hooks.EVENTS`."""
+PRIVATE_UMASK = 0o077
+""":data:`osiris.store.fsutil.PRIVATE_UMASK` (a test keeps them equal; a client may not
+import the store)."""
 
 
 def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> tuple[str, int]:
@@ -83,6 +87,10 @@ def _skipped(event: str, problem: str, raw: bytes, *,
 def main(argv: list[str]) -> int:
     """``osiris hook CLIENT EVENT`` (dispatched before the CLI is imported): the client's
     JSON on stdin, its decision JSON on stdout, exit 0 whatever OSIRIS's problem."""
+    # A hook process runs no command of the user's, only OSIRIS's work: what it creates in
+    # the home (the home itself, hooks.log, and the store owner it starts, which inherits
+    # the umask) is the user's alone.
+    os.umask(PRIVATE_UMASK)
     raw = sys.stdin.buffer.read()
     try:
         stdout, code = _dispatch(argv, raw)

@@ -165,7 +165,9 @@ class StartCache:
                            "tools": self.tools}, separators=(",", ":"))
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The early phase may come before anything else made the home: private, as the
+            # store makes it (osiris.store.fsutil, which a server may not import).
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)

@@ -71,6 +71,7 @@ from osiris.errors import (
     StoreBusyError,
     StoreError,
 )
+from osiris.store.fsutil import PRIVATE_FILE, keep_private, make_private_dirs
 from osiris.store.migrations import MIGRATIONS, Migration
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,8 @@ class Database:
         #: False: never create the file or its directory (NotFoundError when absent).
         self.create = create
         self.lock_path = path.with_name(path.name + ".lock")
+        #: DuckDB's write-ahead log: it makes it at the first write after a checkpoint.
+        self.wal_path = path.with_name(path.name + ".wal")
         self.turnstile_path = path.with_name(path.name + ".turnstile")
         self.lock_timeout_s = lock_timeout_s
         self.exclusive = exclusive
@@ -152,6 +155,10 @@ class Database:
             finally:
                 self._current = None
                 self._local.after_commit = []
+            # DuckDB makes the WAL anew after each checkpoint, with the umask's mode: a
+            # process without the owner's umask makes it private here (one stat when it
+            # is already).
+            keep_private(self.wal_path)
             try:
                 _run_after_commit(after_commit)
             finally:
@@ -252,13 +259,16 @@ class Database:
             yield self._held
             return
         if self.create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dirs(self.path.parent)
         elif not self.path.exists():
             raise NotFoundError(f"{self.path} does not exist")
         fd = self._acquire_lock(shared=read_only)
         locked = time.perf_counter()
         try:
+            fresh = not read_only and not self.path.exists()
             con = self._connect(read_only=read_only)
+            if fresh:  # DuckDB made the file with this process's umask
+                keep_private(self.path)
             if self.exclusive:
                 self._held, self._held_lock = con, fd
                 fd = -1
@@ -481,7 +491,7 @@ def _open_lock_file(path: Path, *, shared: bool) -> int:
     """A descriptor to ``flock`` on: read-write (created if needed) when allowed, else
     read-only (flock works on any descriptor); -1 for a reader that may not open it."""
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        return os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     except OSError as first:
         try:
             return os.open(path, os.O_RDONLY)

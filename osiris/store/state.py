@@ -24,6 +24,7 @@ from osiris.core.hashing import canonical_json, sha256_hex
 from osiris.errors import NotFoundError, OsirisError, StoreError, missing_home_message
 from osiris.store import journal, owner_log, statements
 from osiris.store.db import Database
+from osiris.store.fsutil import make_private_dirs, tighten_home
 from osiris.store.refs import RefStore
 from osiris.store.write_behind import FLUSH_ROWS, DeferredConnection, WriteBehind
 
@@ -166,7 +167,7 @@ class Store:
         self.home = settings.home
         if create:
             try:
-                self.home.mkdir(parents=True, exist_ok=True)
+                make_private_dirs(self.home)
             except OSError as exc:
                 raise StoreError(f"cannot create the OSIRIS home {self.home}: "
                                  f"{exc.strerror or exc}; point OSIRIS_HOME at a directory "
@@ -174,6 +175,10 @@ class Store:
         elif not settings.db_path.is_file():
             # A mistyped OSIRIS_HOME must be caught, not silently become a new empty home.
             raise NotFoundError(missing_home_message(self.home))
+        # Every process that opens the home, the store owner first, takes group and other
+        # permissions off what an older OSIRIS, or a light client with the user's umask
+        # (`osiris run`'s spool, a hook log), left open.
+        tighten_home(self.home)
         self.db = Database(settings.db_path, lock_timeout_s=settings.lock_timeout_s,
                            exclusive=exclusive, create=create)
         self.refs = RefStore(settings.refs_dir)

@@ -4,15 +4,18 @@ precheck input and provider usage, through a real stdio MCP client and the real 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from osiris.engine import Engine
+from osiris.store import owner_log
 from tests.conftest import home_rows, run_cli
-from tests.server.transports import home_of, osiris_env, run, stdio_params
+from tests.server.transports import home_of, observe_a_result, osiris_env, run, stdio_params
 
 # Fake secrets of three kinds the rules know (none of them is real).
 AWS = "AKIABWUGEITBT76ZKX4G"
@@ -160,3 +163,71 @@ def test_every_public_engine_method_scrubs_its_input() -> None:
     unguarded = [name for name in public
                  if not getattr(getattr(Engine, name), "scrubs_agent_input", False)]
     assert not unguarded, f"Engine methods that skip the agent-input scrub: {unguarded}"
+
+
+# Shapes the rules missed until version 2026.12.03-1 (issue 36, item 11): one such secret
+# reached the refs, the ledger and DuckDB's write-ahead log, readable as plain bytes.
+YAML_PASSWORD = "Hx7qPm29zLk4"
+YAML_API_KEY = "9fK2mQ7xLp4Zr8Vt1Wn6Yb3"
+DJANGO_KEY = "django-insecure-r8#k2@lx!q9wz7v%f0"
+XML_PASSWORD = "Tr8kW2qZ9vLm"
+DATABRICKS = "dapi7c1e9b0f4a2d8e6c3b5a7f9d1e3c5b7a"
+MYSQL_PASSWORD = "S3cretPw9x"
+SSHPASS_PASSWORD = "Vn4tQ8zLw2"
+NEW_SHAPES = (YAML_PASSWORD, YAML_API_KEY, DJANGO_KEY, XML_PASSWORD, DATABRICKS,
+              MYSQL_PASSWORD, SSHPASS_PASSWORD)
+CANARY = "db-canary.internal"
+"""Stored next to a secret, in the call's arguments: found in the raw bytes, it proves
+that the byte scan below reads where those arguments are kept."""
+
+
+def _raw_files(home: Path) -> dict[str, bytes]:
+    """The bytes of every file under ``home`` by path (those in the home itself by name)."""
+    raw = {}
+    for path in home.rglob("*"):
+        with contextlib.suppress(FileNotFoundError):  # a temporary file, renamed since
+            if path.is_file():
+                raw[str(path.relative_to(home))] = path.read_bytes()
+    return raw
+
+
+@pytest.mark.parametrize("write_behind", ["on", "off"])
+def test_new_secret_shapes_reach_neither_refs_nor_ledger_nor_the_wal(write_behind: str) -> None:
+    # Where a call's rows wait until they are checkpointed into osiris.duckdb: with
+    # write-behind (the default) the owner's log, then the WAL; without it the WAL at once.
+    # The canary says the raw scan read the place that holds them.
+    env = osiris_env(OSIRIS_WRITE_BEHIND=write_behind)
+    home = home_of(env)
+    config = (f"database:\n  host: {CANARY}\n  password: {YAML_PASSWORD}\n"
+              f"search:\n  api_key: {YAML_API_KEY}\n"
+              f"SECRET_KEY = \"{DJANGO_KEY}\"\n"
+              f"<server><password>{XML_PASSWORD}</password></server>\n"
+              f"Token: {DATABRICKS}\n")
+    command = (f"mysql -h {CANARY} -u app -p{MYSQL_PASSWORD} app < dump.sql && "
+               f"sshpass -p {SSHPASS_PASSWORD} ssh deploy@10.0.0.5 cat config.yml")
+    answers: list[str] = []
+
+    async def flow() -> None:
+        async with Client(stdio_params(env)) as client:
+            _, observed, recalled = await observe_a_result(client, command,
+                                                           config + "row\n" * 800)
+            answers.extend(_text_of(r) for r in (observed, recalled))
+
+    run(flow())
+    for text in answers:
+        assert not [s for s in NEW_SHAPES if s in text], text
+    # The owner still runs and holds the database: nothing is checkpointed yet.
+    raw = _raw_files(home)
+    # With write-behind the owner's timer may or may not have moved the rows on yet.
+    waiting = ["osiris.duckdb.wal", *(owner_log.LOG_NAMES if write_behind == "on" else ())]
+    assert any(CANARY.encode() in raw.get(name, b"") for name in waiting)
+    leaks = {name: [s for s in NEW_SHAPES if s.encode() in data] for name, data in raw.items()}
+    assert not {name: found for name, found in leaks.items() if found}
+    # Reading the tables directly makes the owner write its rows and step aside: then the
+    # database file holds everything, checkpointed.
+    stored = _every_stored_text(home)  # every table, the ledger's included, and the refs
+    for name, data in _raw_files(home).items():
+        assert not [s for s in NEW_SHAPES if s.encode() in data], name
+    assert "[REDACTED:cli_password:" in stored and "[REDACTED:databricks_token:" in stored
+    _assert_clean("the store", stored)
+    assert not [s for s in NEW_SHAPES if s in stored]

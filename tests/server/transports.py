@@ -104,3 +104,21 @@ async def client_for(transport: str, mode: str, *, settings: Settings | None = N
 def home_of(env: dict[str, str]) -> Path:
     """The OSIRIS_HOME of an environment."""
     return Path(env["OSIRIS_HOME"])
+
+
+async def observe_a_result(client: Client, command: str, result: str,
+                           ) -> tuple[str, Any, Any]:
+    """What a session stores: a task started, one Bash result observed (stored as a ref
+    when large) and the head of that ref recalled. The task id and both answers."""
+    start = await client.call_tool("osiris_plan", {
+        "mode": "start", "objective": "fix the login test", "steps": ["fix"]})
+    task = start.structured_content["task_id"]
+    observed = await client.call_tool("osiris_observe", {
+        "task_id": task, "kind": "result", "tool": "Bash", "args": {"command": command},
+        "result": result})
+    assert not observed.is_error, observed.content
+    assert observed.structured_content["mode"] != "full"  # the payload is a ref
+    recalled = await client.call_tool("osiris_recall", {
+        "ref": observed.structured_content["ref"], "op": "head", "lines": 8,
+        "task_id": task})
+    return task, observed, recalled

@@ -19,34 +19,53 @@ from osiris.core.redaction import default_rules, scrub
 from osiris.engine import Engine
 from osiris.harness.importers.traces import find_traces, load_trace
 
+TIMED_PASSES = 5
+"""Warm passes over the traces after the first; the fastest gives the throughput."""
+
 
 def scan_traces(traces_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Scrub every tool output of every trace; return finding rows and a summary."""
-    rows: list[dict[str, Any]] = []
-    outputs = chars = 0
-    elapsed = 0.0
-    args_chars = 0
+    texts: list[tuple[str, Any, str]] = []  # (trace, step, field) and the text
+    scanned: list[str] = []
+    outputs = args_chars = 0
     for path in find_traces(traces_dir):
         trace = load_trace(path)
         rel = str(path.relative_to(traces_dir))
         for step in trace.steps:
             outputs += 1
             # The call's arguments are agent input too: the engine scrubs them on entry.
-            for field_name, text in (("output", step.output),
-                                     ("args", canonical_json(step.args))):
-                chars += len(text)
-                args_chars += len(text) if field_name == "args" else 0
-                started = time.perf_counter()
-                result = scrub(text)
-                elapsed += time.perf_counter() - started
-                for finding in result.findings:
-                    context = text[max(0, finding.start - 40):finding.start]
-                    rows.append({"trace": rel, "step": step.i, "tool": step.tool,
-                                 "field": field_name, "rule_id": finding.rule_id,
-                                 "kind": finding.kind,
-                                 "context_before": context.replace("\n", " ")[-40:],
-                                 "secret_chars": finding.end - finding.start})
-    summary = {"rules_version": default_rules().version, "outputs": outputs, "chars": chars,
+            args = canonical_json(step.args)
+            args_chars += len(args)
+            texts += [(rel, step, "output"), (rel, step, "args")]
+            scanned += [step.output, args]
+    # The findings come from a first pass, the throughput from the best of the passes
+    # after it. RE2 builds its automata lazily, on the text it scans, and the rules compile
+    # on first use: a first pass cost 4 times the next (0.11 s against 0.03 s), a cost an
+    # owner pays once and a full run had already paid in earlier stages, so its figure was
+    # neither cold nor warm. The best of several: on this shared 2-core machine one pass
+    # took 0.03-0.08 s as other work came and went. The rules are passed explicitly: the
+    # engine's cache of short texts would turn the later passes into look-ups.
+    rules = default_rules()
+    rows: list[dict[str, Any]] = []
+    for (rel, step, field_name), text in zip(texts, scanned, strict=True):
+        for finding in scrub(text, rules).findings:
+            context = text[max(0, finding.start - 40):finding.start]
+            rows.append({"trace": rel, "step": step.i, "tool": step.tool,
+                         "field": field_name, "rule_id": finding.rule_id,
+                         "kind": finding.kind,
+                         "context_before": context.replace("\n", " ")[-40:],
+                         "secret_chars": finding.end - finding.start})
+    passes = []
+    for _ in range(TIMED_PASSES):
+        elapsed = 0.0
+        for text in scanned:
+            started = time.perf_counter()
+            scrub(text, rules)
+            elapsed += time.perf_counter() - started
+        passes.append(elapsed)
+    elapsed = min(passes)
+    chars = sum(len(text) for text in scanned)
+    summary = {"rules_version": rules.version, "outputs": outputs, "chars": chars,
                "args_chars": args_chars,
                "findings": len(rows), "scrub_s": elapsed,
                "mb_per_s": (chars / 1e6) / elapsed if elapsed else 0.0,
@@ -189,7 +208,9 @@ def render(summary: dict[str, Any], rows: list[dict[str, Any]],
         "",
         f"- findings: **{summary['findings']}**",
         f"- throughput: {summary['mb_per_s']:.1f} MB/s (total {summary['scrub_s']:.2f} s, "
-        "one core, RE2 with keyword pre-filters)",
+        "one core, RE2 with keyword pre-filters; the fastest of "
+        f"{TIMED_PASSES} passes after a first one, which compiles the rules and builds RE2's "
+        "automata)",
         "",
         "These sessions are public (MIT) and contain no real credentials, so every finding "
         "here is a false positive.",
@@ -245,7 +266,13 @@ def render(summary: dict[str, Any], rows: list[dict[str, Any]],
         "`2026.12.01-1` adds empty-user and `@`-in-password URLs, `Authorization` headers and "
         "command-line `-u user:password` / `--password=`, and lets prefixed tokens follow an "
         "underscore (`mcp__vault__ghp_…`); until then the engine scrubbed only payloads, so "
-        "every field of the table above was stored as sent.",
+        "every field of the table above was stored as sent. Version `2026.12.03-1` adds "
+        "unquoted YAML values (`password: X`), names that end in `_KEY` (`SECRET_KEY = "
+        "\"…\"`), XML elements (`<password>X</password>`), `mysql -pX`, `sshpass -p X` and "
+        "Databricks `dapi…` tokens, and runs the quoted assignment rule on `privateKey` and "
+        "`private-key` (its keyword filter knew only `private_key`); a review had found such "
+        "secrets in refs, the ledger and the WAL. A reference to a secret "
+        "(`os.environ[\"API_KEY\"]`, `${VAR}`) is not one and stays.",
         "",
     ]
     return "\n".join(lines)
