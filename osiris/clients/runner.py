@@ -53,6 +53,9 @@ EXIT_USAGE = 2
 OPTIONS = ("--shell", "--session", "--client", "--home", "--roots", "--threshold")
 """``--threshold N``: print outputs of at most N tokens verbatim (the hook passes the
 ``[routing] shell_preview_tokens`` in force)."""
+PRIVATE_DIR = 0o700
+""":data:`osiris.store.fsutil.PRIVATE_DIR` (a test keeps them equal; importing the store
+would cost every command its start)."""
 DEFAULT_THRESHOLD = 1_500
 """Without ``--threshold``: :attr:`RoutingConfig.shell_preview_tokens`'s default (a test
 keeps them equal; importing ``core.routing`` costs every command its ``re``)."""
@@ -100,7 +103,8 @@ def main(argv: Sequence[str]) -> int:
         os.execvp(shell, [shell, "-c", command])  # noqa: S606 - the command, as asked
     try:
         spool_dir = os.path.join(home, "spool")
-        os.makedirs(spool_dir, exist_ok=True)
+        _private_dir(home)
+        _private_dir(spool_dir)
         spool = _spool_file(spool_dir)
     except OSError as exc:  # nowhere to keep the output: run the command untouched
         _log(home, f"no spool ({exc}); ran uncaptured")
@@ -238,6 +242,14 @@ def _pass_through(spool: IO[bytes], shown: int) -> None:
         pass
 
 
+def _private_dir(path: str) -> None:
+    """``path`` made if missing, private to its owner either way (the home holds what
+    commands printed; :mod:`osiris.store.fsutil` keeps the rest of it private)."""
+    os.makedirs(path, PRIVATE_DIR, exist_ok=True)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, PRIVATE_DIR)
+
+
 def _forward(pid: int, number: int) -> None:
     try:
         os.kill(pid, number)
@@ -350,8 +362,10 @@ def _log(home: str, problem: str) -> None:
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                        "client": "osiris-run", "event": "run", "problem": problem})
     try:
-        os.makedirs(home, exist_ok=True)
-        with open(os.path.join(home, "hooks.log"), "a", encoding="utf-8") as fh:
+        _private_dir(home)
+        fd = os.open(os.path.join(home, "hooks.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
     except OSError:  # the log is a courtesy: the output has been shown
         pass

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from osiris.clients import hook_entry
+from osiris.clients import hook_entry, runner
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.store import fsutil
@@ -124,9 +124,6 @@ def test_a_new_home_is_private_whatever_the_umask(owner: str, osiris_home: Path)
 
 
 @pytest.mark.usefixtures("open_umask")
-@pytest.mark.xfail(strict=True, reason=(
-    "osiris/clients/runner.py (not this change's to edit) makes $OSIRIS_HOME/spool with "
-    "os.makedirs and the user's umask: 0755 until a store opens the home again"))
 def test_osiris_run_beside_a_running_owner_makes_its_spool_private(osiris_home: Path) -> None:
     env = osiris_env()
     _hook(env)  # the store owner now runs, and has made the home private
@@ -202,5 +199,6 @@ def test_a_hook_that_logs_a_problem_in_a_new_home_keeps_it_private(
     assert not _open_to_others(osiris_home)
 
 
-def test_the_hook_process_uses_the_owners_umask() -> None:
+def test_the_light_processes_use_the_stores_modes() -> None:
     assert hook_entry.PRIVATE_UMASK == fsutil.PRIVATE_UMASK
+    assert runner.PRIVATE_DIR == fsutil.PRIVATE_DIR
