@@ -15,7 +15,7 @@ from osiris.core.tokens import default_counter
 from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
 from osiris.errors import OsirisError
-from osiris.store import journal
+from osiris.store import journal, owner_log
 from osiris.store.db import fetch_row
 from osiris.store.state import Store
 
@@ -54,6 +54,51 @@ def _hook_log(settings: Settings, warnings: list[str]) -> dict[str, Any]:
             "last": last}
 
 
+def _quarantine(settings: Settings, warnings: list[str]) -> dict[str, Any]:
+    """Owner-log records that could not be applied (osiris.store.owner_log)."""
+    path = owner_log.quarantine_path(settings.home)
+    entries = owner_log.quarantined(settings.home)
+    last = {k: entries[-1].get(k) for k in ("time", "file", "lsn", "problem")} \
+        if entries else None
+    if last is not None:
+        warnings.append(
+            f"{len(entries)} record(s) of the store owner's log could not be applied and "
+            f"are kept in {path}, byte for byte (the calls they hold are not in the "
+            f"database); the last: number {last['lsn']}, "
+            f"{str(last['problem']).splitlines()[0] if last['problem'] else '?'}. Keep the file "
+            "for a bug report; OSIRIS never empties it")
+    return {"quarantine": str(path), "records": len(entries), "last": last}
+
+
+def _store(settings: Settings, doc: dict[str, Any], loader: RulesLoader,
+           problems: list[str], warnings: list[str]) -> tuple[RuleSet, list[str]]:
+    """The database's part of the document (schema, tasks, refs, journal); the rules
+    with the database's."""
+    store = Store(settings, create=False)  # a health check must not create the home
+    try:
+        applied = store.db.applied_migrations()
+        with store.read() as con:
+            refs_count, refs_bytes = fetch_row(
+                con, "SELECT count(*), coalesce(sum(size_bytes), 0) FROM refs")
+            tasks = fetch_row(con, "SELECT count(*) FROM tasks")[0]
+            chain = journal.verify_chain(con, settings.home)
+            invariants, rule_problems = loader.load(None, con)
+    finally:
+        store.close()
+    doc["schema"] = {"version": store.db.schema_version, "applied": applied}
+    doc["tasks"] = int(tasks)
+    doc["refs"] = {"count": int(refs_count), "bytes": int(refs_bytes)}
+    doc["journal"] = {"events": chain.events, "head_seq": chain.head_seq,
+                      "head_hash": chain.head_hash, "chain_ok": chain.ok,
+                      "witness_seq": chain.witness_seq,
+                      "witness_lag_events": chain.witness_lag,
+                      "violations": list(chain.violations[:10])}
+    warnings.extend(chain.notes)
+    if not chain.ok:
+        problems.append(f"journal verification failed: {chain.violations[0]}")
+    return invariants, rule_problems
+
+
 def collect_health(settings: Settings) -> dict[str, Any]:
     """Gather the health document; ``healthy`` is False when a check failed."""
     problems: list[str] = []
@@ -79,30 +124,13 @@ def collect_health(settings: Settings) -> dict[str, Any]:
     invariants: RuleSet | None = None
     rule_problems: list[str] = []
     try:
-        store = Store(settings, create=False)  # a health check must not create the home
-        try:
-            applied = store.db.applied_migrations()
-            with store.read() as con:
-                refs_count, refs_bytes = fetch_row(
-                    con, "SELECT count(*), coalesce(sum(size_bytes), 0) FROM refs")
-                tasks = fetch_row(con, "SELECT count(*) FROM tasks")[0]
-                chain = journal.verify_chain(con, settings.home)
-                invariants, rule_problems = loader.load(None, con)
-        finally:
-            store.close()
-        doc["schema"] = {"version": store.db.schema_version, "applied": applied}
-        doc["tasks"] = int(tasks)
-        doc["refs"] = {"count": int(refs_count), "bytes": int(refs_bytes)}
-        doc["journal"] = {"events": chain.events, "head_seq": chain.head_seq,
-                          "head_hash": chain.head_hash, "chain_ok": chain.ok,
-                          "witness_seq": chain.witness_seq,
-                          "witness_lag_events": chain.witness_lag,
-                          "violations": list(chain.violations[:10])}
-        warnings.extend(chain.notes)
-        if not chain.ok:
-            problems.append(f"journal verification failed: {chain.violations[0]}")
+        invariants, rule_problems = _store(settings, doc, loader, problems, warnings)
     except OsirisError as exc:
         problems.append(str(exc))
+    except Exception as exc:  # whatever the store holds, health reports, never fails
+        problems.append(f"the store of {settings.home} could not be checked: "
+                        f"{type(exc).__name__}: {exc}")
+    doc["owner_log"] = _quarantine(settings, warnings)
     if not settings.roots:
         warnings.append("OSIRIS_ROOTS is empty: observe(kind='file') cannot read any file")
     if invariants is None:  # the store was unusable: read the files alone
