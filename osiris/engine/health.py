@@ -7,6 +7,7 @@ import platform
 from importlib import metadata
 from typing import Any
 
+from osiris import owner_wire
 from osiris._version import __version__
 from osiris.config import Settings
 from osiris.core.invariants import RuleSet
@@ -52,6 +53,31 @@ def _hook_log(settings: Settings, warnings: list[str]) -> dict[str, Any]:
                         f"(see {path})")
     return {"log": str(path), "skipped": unchecked, "recorded_with_problems": recorded,
             "last": last}
+
+
+OWNER_PROBE_S = 2.0
+"""How long health waits for a running store owner to answer a ping."""
+
+
+def _store_owner(settings: Settings, problems: list[str]) -> tuple[dict[str, Any], bool]:
+    """The home's store owner: whether one answers. Also whether the database may be
+    opened here: not while an owner that does not answer holds it (the wait would be
+    OSIRIS_LOCK_TIMEOUT_S long, to say what this says now)."""
+    section: dict[str, Any] = {"state": "not running", "pid": None}
+    probe = owner_wire.OwnerClient(settings.home, {}, spawn=False, timeout_s=OWNER_PROBE_S)
+    try:
+        stats, _ = probe.request({"op": "ping"})
+    except owner_wire.OwnerTimeout as exc:
+        section.update(state="not answering", pid=probe.owner_pid or None)
+        problems.append(f"{exc}. Hooks let their calls through unchecked meanwhile; the "
+                        "database was not checked (the owner holds it)")
+        return section, False
+    except OsirisError:
+        return section, True
+    finally:
+        probe.close()
+    section.update(state="serving", pid=stats.get("pid"))
+    return section, True
 
 
 def _quarantine(settings: Settings, warnings: list[str]) -> dict[str, Any]:
@@ -123,13 +149,15 @@ def collect_health(settings: Settings) -> dict[str, Any]:
     loader = RulesLoader(settings.roots)
     invariants: RuleSet | None = None
     rule_problems: list[str] = []
-    try:
-        invariants, rule_problems = _store(settings, doc, loader, problems, warnings)
-    except OsirisError as exc:
-        problems.append(str(exc))
-    except Exception as exc:  # whatever the store holds, health reports, never fails
-        problems.append(f"the store of {settings.home} could not be checked: "
-                        f"{type(exc).__name__}: {exc}")
+    doc["store_owner"], may_open = _store_owner(settings, problems)
+    if may_open:
+        try:
+            invariants, rule_problems = _store(settings, doc, loader, problems, warnings)
+        except OsirisError as exc:
+            problems.append(str(exc))
+        except Exception as exc:  # whatever the store holds, health reports, never fails
+            problems.append(f"the store of {settings.home} could not be checked: "
+                            f"{type(exc).__name__}: {exc}")
     doc["owner_log"] = _quarantine(settings, warnings)
     if not settings.roots:
         warnings.append("OSIRIS_ROOTS is empty: observe(kind='file') cannot read any file")
