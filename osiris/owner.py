@@ -47,6 +47,9 @@ How
   (:func:`osiris.engine.remote.query`). DuckDB is told to stop it (``interrupt()``) when
   it runs past its time (the request's ``timeout_s``, else ``OSIRIS_QUERY_TIMEOUT_S``),
   when its client closes the connection, or when the owner stops.
+* **A failed start is said.** An owner that cannot open the store writes why to
+  ``owner.failed`` before it exits (:func:`osiris.owner_wire.record_failed_start`), so
+  its starter knows at once and later clients do not start one again for nothing.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from osiris.errors import (
     InvalidInputError,
     OsirisError,
     QueryCancelled,
+    StoreBusyError,
     StoreError,
 )
 
@@ -545,9 +549,17 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, lambda *_: owner.stop())
     try:
         owner.open_store()
-    except OsirisError as exc:
+    except Exception as exc:  # DuckDB's own errors too: whatever it is, its starter hears
         log.error("cannot open the store of %s: %s", settings.home, exc)
+        code = exc.code if isinstance(exc, OsirisError) else type(exc).__name__
+        # Said before owner.lock is let go, so that a client that sees the owner gone
+        # finds why. A busy store is not remembered: the next call may find it free.
+        wire.record_failed_start(settings.home, pid=os.getpid(), code=code,
+                                 message=str(exc),
+                                 remember=not isinstance(exc, StoreBusyError)
+                                 and settings.db_path.exists())
         owner.close()
         return 1
+    wire.forget_failed_start(settings.home)  # this start worked: clients may start owners
     owner.serve()
     return 0

@@ -15,7 +15,10 @@ ref's bytes, an Arrow IPC stream). A request is ``{"op": …, …}``; a reply is
 Bounds: every request gives up after its client's bound (``timeout_s``: connecting,
 starting an owner and waiting for the answer, all counted), raising
 :class:`OwnerTimeout`; an owner the kernel has stopped (SIGSTOP, a debugger) is given up
-on at once.
+on at once. A client that starts an owner notices when it dies at start (its process
+exits; it leaves ``owner.failed`` saying why) and says so; a start that failed on the
+database's content is remembered in that file, so later clients do not each start an
+owner that fails the same way (:func:`remembered_failure`).
 
 Where the socket is: ``$OSIRIS_HOME/owner.sock`` when that path fits an ``AF_UNIX``
 address (108 bytes), else ``/tmp/osiris-<uid>/<hash of the home>.sock`` in a directory
@@ -51,6 +54,13 @@ DEFAULT_TIMEOUT_S = 30.0
 test keeps them equal: this module imports nothing of OSIRIS but its errors)."""
 SOCKET_NAME = "owner.sock"
 LOCK_NAME = "owner.lock"
+FAILED_NAME = "owner.failed"
+"""What an owner that could not open its store writes before it exits (JSON)."""
+STORE_FILES = ("osiris.duckdb", "osiris.duckdb.wal")
+"""The files whose content can make an owner's start fail (see :func:`store_fingerprint`)."""
+REMEMBER_FAILURE_S = 300.0
+"""A failed start is remembered at most this long: then one client tries again (a cause
+that changed no file, such as freed disk space, costs one start per period)."""
 STOPPED_GRACE_S = 0.2
 """A stopped owner is given up on once it has been seen stopped this long (a profiler's
 ptrace stop lasts milliseconds)."""
@@ -76,6 +86,13 @@ class OwnerTimeout(OwnerLost):
     owner holds the database, or is about to)."""
 
     code = "owner_timeout"
+
+
+class OwnerFailed(OwnerUnavailable):
+    """The owner could not open the home's store as it started (a damaged database, one
+    of a newer OSIRIS): now, or at a start remembered in ``owner.failed``."""
+
+    code = "owner_failed"
 
 
 def socket_path(home: PathLike) -> Path:
@@ -189,6 +206,9 @@ def process_state(pid: int) -> str:
     fields = data.rpartition(b")")[2].split()  # the command name, in (), may hold spaces
     return fields[0].decode("ascii", "replace") if fields else ""
 
+
+def _alive(pid: int) -> bool:
+    return process_state(pid) not in ("", "Z", "X")
 
 
 def error_of(doc: dict[str, Any]) -> errors.OsirisError:
@@ -349,18 +369,37 @@ class OwnerClient:
 
     def _start_and_connect(self, path: str, deadline: float,
                            bound: float) -> socket.socket:
-        start_owner(self.home, self.env)
+        remembered = remembered_failure(self.home)
+        if remembered is not None:  # it would fail the same way: not again
+            raise OwnerFailed(failure_message(self.home, remembered, remembered=True))
+        pid = start_owner(self.home, self.env)
         delay = 0.002
         while True:
             sock = try_connect(path, timeout_s=max(deadline - time.monotonic(), 0.001))
             if sock is not None:
                 return sock
+            if pid and not _alive(pid):
+                # It lost the race to an owner that serves (whose socket answers now),
+                # or it died as it started: it says why in owner.failed when it can.
+                sock = try_connect(path, timeout_s=max(deadline - time.monotonic(), 0.001))
+                if sock is not None:
+                    return sock
+                failure = failed_start(self.home)
+                if failure is not None and failure.get("pid") == pid:
+                    cls = OwnerFailed if failure.get("remember") else OwnerUnavailable
+                    raise cls(failure_message(self.home, failure, remembered=False))
+                log_tail = _tail(os.path.join(self.home, "owner.log"))
+                raise OwnerUnavailable(
+                    f"the store owner of {self.home} exited as it started"
+                    + (f"; its log ends: {log_tail}" if log_tail else "")
+                    + ". Check that the home is writable, or set OSIRIS_STORE_OWNER=off to "
+                    "open the database in each process")
             left = deadline - time.monotonic()
             if left <= 0:
                 log_tail = _tail(os.path.join(self.home, "owner.log"))
                 raise OwnerTimeout(
-                    f"the store owner of {self.home} did not start within {bound:g}s (it "
-                    "goes on starting: the next call uses it once it listens)"
+                    f"the store owner of {self.home} did not start within {bound:g}s (pid "
+                    f"{pid} goes on starting: the next call uses it once it listens)"
                     + (f"; its log ends: {log_tail}" if log_tail else ""))
             time.sleep(min(delay, left))
             delay = min(delay * 1.5, 0.05)
@@ -402,21 +441,110 @@ def try_connect(path: PathLike, *, timeout_s: float | None = None) -> socket.soc
     return sock
 
 
-def start_owner(home: PathLike, env: dict[str, str] | None = None) -> None:
+def start_owner(home: PathLike, env: dict[str, str] | None = None) -> int:
     """Start ``python -m osiris owner`` for ``home``, detached from this process (its own
-    session, no terminal, stderr to ``owner.log``). Two starters race harmlessly: the
-    second owner finds the lock taken and exits."""
+    session, no terminal, stderr to ``owner.log``); return its pid (0 if unknown). Two
+    starters race harmlessly: the second owner finds the lock taken and exits."""
     import subprocess
 
     os.makedirs(home, exist_ok=True)
     # Through a shell that starts it in the background and exits at once: the owner is
-    # then nobody's child (no zombie when it dies, nothing for this process to reap).
+    # then nobody's child (no zombie when it dies, nothing for this process to reap). The
+    # shell says its pid, so that its starter sees at once if it dies as it starts.
     with open(os.path.join(home, "owner.log"), "ab") as log:
-        subprocess.run(  # our own interpreter and module
-            ["/bin/sh", "-c", '"$@" &', "osiris-owner-start", sys.executable, "-m",
-             "osiris", "owner", "--home", os.fspath(home)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+        done = subprocess.run(  # our own interpreter and module
+            ["/bin/sh", "-c", '"$@" >/dev/null & echo $!', "osiris-owner-start",
+             sys.executable, "-m", "osiris", "owner", "--home", os.fspath(home)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
             start_new_session=True, close_fds=True, env=env, cwd="/", check=False)
+    try:
+        return int(done.stdout.split()[-1])
+    except (ValueError, IndexError):
+        return 0
+
+
+# -- a start that failed ----------------------------------------------------------------
+
+def store_fingerprint(home: PathLike) -> list[list[int] | None]:
+    """What the store's files are now (inode, size, modification and change times of the
+    database and its WAL): a failure remembered with them holds while they stay so."""
+    out: list[list[int] | None] = []
+    for name in STORE_FILES:
+        try:
+            st = os.stat(os.path.join(home, name))
+        except OSError:
+            out.append(None)
+            continue
+        out.append([st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
+    return out
+
+
+def record_failed_start(home: PathLike, *, pid: int, code: str, message: str,
+                        remember: bool) -> None:
+    """An owner that could not open its store says why, before it lets ``owner.lock`` go:
+    its starter reads it as soon as it sees the owner gone, and, with ``remember``,
+    later clients do not start an owner again while the store's files are unchanged
+    (:func:`remembered_failure`)."""
+    doc = {"pid": pid, "time": time.time(), "code": code,
+           "message": message, "remember": remember,
+           "database": os.path.join(os.fspath(home), STORE_FILES[0]),
+           "store": store_fingerprint(home)}
+    path = os.path.join(home, FAILED_NAME)
+    temp = f"{path}.{pid}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc, ensure_ascii=False))
+        os.replace(temp, path)
+    except OSError:  # a home that cannot be written: each start fails (and says so) anew
+        try:  # noqa: SIM105 - contextlib would cost every hook's start its imports
+            os.unlink(temp)
+        except OSError:
+            pass
+
+
+def failed_start(home: PathLike) -> dict[str, Any] | None:
+    """What the last owner that could not start left in ``owner.failed`` (None: none)."""
+    try:
+        with open(os.path.join(home, FAILED_NAME), encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def remembered_failure(home: PathLike) -> dict[str, Any] | None:
+    """The failed start a new owner would repeat: one that said to remember it, less
+    than :data:`REMEMBER_FAILURE_S` ago, with the store's files unchanged since (an
+    upgrade of OSIRIS that would open them is tried at the latest after that time, or
+    after ``osiris health``). None when an owner may be started."""
+    failure = failed_start(home)
+    if failure is None or not failure.get("remember"):
+        return None
+    at = failure.get("time")
+    if not isinstance(at, int | float) or not 0 <= time.time() - at < REMEMBER_FAILURE_S:
+        return None
+    return failure if failure.get("store") == store_fingerprint(home) else None
+
+
+def forget_failed_start(home: PathLike) -> bool:
+    """Remove ``owner.failed`` (an owner started, or ``osiris health`` reported it); True
+    when there was one."""
+    try:
+        os.unlink(os.path.join(home, FAILED_NAME))
+    except OSError:
+        return False
+    return True
+
+
+def failure_message(home: PathLike, failure: dict[str, Any], *, remembered: bool) -> str:
+    """The one-line error for an owner that could not start."""
+    when = " (remembered from an earlier start: no owner is started again while the " \
+        "database is unchanged)" if remembered else ""
+    return (f"the store owner of {home} could not open its database "
+            f"{failure.get('database') or ''}{when}: "
+            f"{str(failure.get('message')).rstrip('.!')}. Run "
+            "`osiris health` for what to do; OSIRIS lets calls through unchecked meanwhile")
 
 
 def _tail(path: str, limit: int = 400) -> str:

@@ -10,8 +10,9 @@ as ``PYTHON -S -P …/osiris/launch.py hook CLIENT EVENT`` (:mod:`osiris.launch`
 also skips ``site``.
 
 It waits for the owner at most ``OSIRIS_HOOK_TIMEOUT_S`` (3 s), starting it included:
-an owner that is stopped, stuck or still starting ends in a logged skip, and the call
-goes ahead unchanged, well inside the client's own hook timeout.
+an owner that is stopped, stuck, still starting, or that cannot open the store (now or
+at a remembered start) ends in a logged skip, and the call goes ahead unchanged, well
+inside the client's own hook timeout.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> t
     JSON and the exit code. Where no owner can serve, the hook runs in this process
     instead; a call the owner may have recorded before it died is not repeated, nor one
     that an owner which does not answer in time holds (it has the database)."""
-    from osiris.owner_wire import OwnerClient, OwnerLost
+    from osiris.owner_wire import OwnerClient, OwnerFailed, OwnerLost
 
     try:
         text = raw.decode("utf-8")
@@ -46,7 +47,7 @@ def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> t
     try:
         result, _ = owner.request({"op": "hook", "client": client, "event": event,
                                    "raw": text})
-    except OwnerLost as exc:  # OwnerTimeout is an OwnerLost
+    except (OwnerLost, OwnerFailed) as exc:  # OwnerTimeout is an OwnerLost
         return _skipped(event, f"{exc.code}: {exc}", raw, with_settings=True)
     except OsirisError:  # no owner: do the work here, as without one
         return _in_process(event, raw, client)

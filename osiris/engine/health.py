@@ -60,11 +60,26 @@ OWNER_PROBE_S = 2.0
 
 
 def _store_owner(settings: Settings, problems: list[str]) -> tuple[dict[str, Any], bool]:
-    """The home's store owner: whether one answers. Also whether the database may be
-    opened here: not while an owner that does not answer holds it (the wait would be
-    OSIRIS_LOCK_TIMEOUT_S long, to say what this says now)."""
-    section: dict[str, Any] = {"state": "not running", "pid": None}
-    probe = owner_wire.OwnerClient(settings.home, {}, spawn=False, timeout_s=OWNER_PROBE_S)
+    """The home's store owner: whether one answers, and a start that failed (reported,
+    then forgotten, so that the next call tries to start one again). Also whether the
+    database may be opened here: not while an owner that does not answer holds it (the
+    wait would be OSIRIS_LOCK_TIMEOUT_S long, to say what this says now)."""
+    home = settings.home
+    section: dict[str, Any] = {"state": "not running", "pid": None, "failed_start": None}
+    failure = owner_wire.failed_start(home)
+    if failure is not None:
+        section["failed_start"] = failure
+        db = failure.get("database") or str(settings.db_path)
+        problems.append(
+            f"the store owner could not open {db} when it last started: "
+            f"{failure.get('message')}. Until it can, every hook lets its call through "
+            f"unchecked (see {settings.hooks_log_path}). What to do: move a damaged "
+            f"database aside (mv {db} {db}.damaged, and {db}.wal if there is one): the "
+            f"next call starts a new one, and the refs in {settings.refs_dir} are kept; a "
+            "database of a newer OSIRIS needs that OSIRIS. This report clears the "
+            "remembered failure: the next call tries to start an owner again")
+        owner_wire.forget_failed_start(home)
+    probe = owner_wire.OwnerClient(home, {}, spawn=False, timeout_s=OWNER_PROBE_S)
     try:
         stats, _ = probe.request({"op": "ping"})
     except owner_wire.OwnerTimeout as exc:

@@ -34,6 +34,7 @@ from osiris.errors import OsirisError
 from osiris.owner_wire import (
     OwnerClient,
     OwnerTimeout,
+    remembered_failure,
     socket_path,
     start_owner,
     try_connect,
@@ -64,7 +65,8 @@ class RemoteEngine:
         try:
             sock = try_connect(socket_path(self.settings.home), timeout_s=1.0)
             if sock is None:
-                start_owner(self.settings.home)
+                if remembered_failure(self.settings.home) is None:  # else it fails again
+                    start_owner(self.settings.home)
             else:
                 sock.close()
         except (OSError, OsirisError) as exc:  # the first call will say what is wrong

@@ -1,6 +1,6 @@
 """A stuck or broken store owner costs a call milliseconds, never the call (issue 36,
-items 7 and 8): a stopped owner, one that never answers, a reader's long query, and an
-owner-log record that cannot be applied.
+items 7 and 8): a stopped owner, one that never answers, a reader's long query, a
+database the owner cannot open, and an owner-log record that cannot be applied.
 
 Real owner processes (SIGSTOPped for real), the real hook command fed Claude Code's
 payload, the real ``osiris run``, ``osiris recall`` and ``osiris health``, the real MCP
@@ -41,6 +41,8 @@ PRE = {"session_id": "s-stuck", "cwd": "/tmp", "hook_event_name": "PreToolUse",
 POST = {**PRE, "hook_event_name": "PostToolUse",
         "tool_response": {"stdout": "a\nb\n", "stderr": "", "interrupted": False}}
 ZERO_REF = "mem://sha256:" + "0" * 64
+FAILED_NAME = "owner.failed"
+"""What an owner that could not open its store leaves in the home."""
 LONG_QUERY = "SELECT sum(hash(i)) FROM range(10000000000000) t(i)"
 """Hours of work for DuckDB: only a cancelled query ends within a test."""
 READER = f"""
@@ -180,6 +182,45 @@ def test_a_query_past_its_time_is_stopped_with_a_clear_error(osiris_home: Path) 
     assert done.stdout.startswith("QueryCancelled "), done.stdout + done.stderr
     assert "ran past 1s (OSIRIS_QUERY_TIMEOUT_S)" in done.stdout
     assert _in_flight(osiris_home) == 1  # nothing of it runs on
+
+
+def test_a_corrupt_database_is_found_once_reported_by_health_and_skipped_fast(
+        osiris_home: Path) -> None:
+    osiris_home.mkdir(parents=True)
+    db = osiris_home / "osiris.duckdb"
+    db.write_bytes(b"not a DuckDB file " * 4000)
+    # A hook bound far past WAIT_S: the hook must see its owner die, not wait it out.
+    patient = {"OSIRIS_HOOK_TIMEOUT_S": "600"}
+
+    def starts() -> int:
+        return (osiris_home / "owner.log").read_text("utf-8").count("cannot open the store")
+
+    answer = _hook("pre-tool-use", env=patient)
+    assert "owner_failed" in answer["systemMessage"], answer
+    assert str(db) in answer["systemMessage"] and "osiris health" in answer["systemMessage"]
+    assert starts() == 1
+    for event, doc in (("pre-tool-use", PRE), ("post-tool-use", POST)):
+        answer = _hook(event, doc, env=patient)
+        assert "owner_failed" in answer["systemMessage"]
+        assert "remembered" in answer["systemMessage"]
+    assert starts() == 1  # remembered: no owner started again to fail the same way
+    assert [e["problem"].split(":")[0] for e in _logged(osiris_home)] == ["owner_failed"] * 3
+    health = run_cli("health", timeout=WAIT_S)
+    assert health.returncode == 1 and "Traceback" not in health.stderr
+    doc = json.loads(health.stdout)
+    failure = doc["store_owner"]["failed_start"]
+    assert failure["database"] == str(db)
+    assert "not a valid DuckDB database" in failure["message"]
+    assert any(f"mv {db} {db}.damaged" in problem for problem in doc["problems"])
+    # Reported: forgotten, so the next call tries once more (and remembers again).
+    assert not (osiris_home / FAILED_NAME).exists()
+    _hook("pre-tool-use", env=patient)
+    assert starts() == 2
+    assert (osiris_home / FAILED_NAME).exists()
+    # What health says to do: the damaged file moved aside, the next call starts anew.
+    db.rename(osiris_home / "osiris.duckdb.damaged")
+    assert "systemMessage" not in _hook("pre-tool-use", env=patient)
+    assert not (osiris_home / FAILED_NAME).exists()
 
 
 def _record(lsn: int, items: list[list[Any]]) -> bytes:
