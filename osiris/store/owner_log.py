@@ -43,6 +43,7 @@ import duckdb
 
 from osiris.errors import InvalidInputError, StoreError
 from osiris.store import statements
+from osiris.store.fsutil import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +311,7 @@ def quarantine(home: Path, lines: list[tuple[Path, BadLine]]) -> None:
         return
     text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode()
     try:
+        created = not path.exists()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             view = memoryview(text)
@@ -318,6 +320,8 @@ def quarantine(home: Path, lines: list[tuple[Path, BadLine]]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if created:  # the new file's name must outlive a crash too: the log is emptied next
+            fsync_dir(home)
     except OSError as exc:
         raise StoreError(f"an owner-log record of {home} cannot be applied and the "
                          f"quarantine file {path} cannot be written ({exc}): the log is "
