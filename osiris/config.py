@@ -102,11 +102,25 @@ class Settings:
     for settings and ``~/.claude.json`` for user MCP servers)."""
     store_owner: bool = True
     """OSIRIS_STORE_OWNER: ``on`` (servers, hooks, ``osiris run`` and the CLI reach the
-    store through the home's long-lived owner process, :mod:`osiris.store.owner`) or
+    store through the home's long-lived owner process, :mod:`osiris.owner`) or
     ``off`` (each process opens the database itself, one transaction at a time)."""
     owner_idle_s: float = 120.0
     """OSIRIS_OWNER_IDLE_S: an owner with no request for this long exits (and closes the
     database, which any process may then open); the next call starts a new one."""
+    hook_timeout_s: float = environ.DEFAULT_HOOK_TIMEOUT_S
+    """OSIRIS_HOOK_TIMEOUT_S: the longest a hook waits for the store owner, starting it
+    included: a command hook, an ``mcp_tool`` hook through the MCP server, and ``osiris
+    run`` storing a command's output (plus a second per 4 MiB of it). Past it the call
+    goes ahead unchanged and ``hooks.log`` says why; keep it well inside the client's own
+    hook timeout (``osiris install`` gives hooks 10 s)."""
+    owner_timeout_s: float = environ.DEFAULT_OWNER_TIMEOUT_S
+    """OSIRIS_OWNER_TIMEOUT_S: the longest any other client of the store owner (the MCP
+    servers' tools, the CLI, the dashboard, a notebook) waits for it, starting it
+    included; then the call fails with a clear ``owner_timeout`` error."""
+    query_timeout_s: float = 30.0
+    """OSIRIS_QUERY_TIMEOUT_S: the store owner cancels a reader's query (the dashboard's,
+    :func:`osiris.engine.remote.query`) that runs longer, and any query whose client has
+    gone; the client waits this plus OSIRIS_OWNER_TIMEOUT_S for the answer."""
     write_behind: bool = True
     """OSIRIS_WRITE_BEHIND: ``on`` (the store owner answers hooked tool calls from memory
     and acknowledges them once they are in its fsync'd log, writing the rows to DuckDB in
@@ -240,6 +254,12 @@ class Settings:
             store_owner=_get(env, "OSIRIS_STORE_OWNER", True, _on_off, "on or off"),
             owner_idle_s=_get(env, "OSIRIS_OWNER_IDLE_S", defaults.owner_idle_s,
                               _positive_float, "a positive number of seconds, e.g. 120"),
+            hook_timeout_s=_get(env, "OSIRIS_HOOK_TIMEOUT_S", defaults.hook_timeout_s,
+                                _positive_float, "a positive number of seconds, e.g. 3"),
+            owner_timeout_s=_get(env, "OSIRIS_OWNER_TIMEOUT_S", defaults.owner_timeout_s,
+                                 _positive_float, "a positive number of seconds, e.g. 30"),
+            query_timeout_s=_get(env, "OSIRIS_QUERY_TIMEOUT_S", defaults.query_timeout_s,
+                                 _positive_float, "a positive number of seconds, e.g. 30"),
             write_behind=_get(env, "OSIRIS_WRITE_BEHIND", True, _on_off, "on or off"),
             hook_tool=_get(env, "OSIRIS_HOOK_TOOL", False, _on_off, "on or off"),
             early_answers=_get(env, "OSIRIS_EARLY_ANSWERS", True, _on_off, "on or off"),

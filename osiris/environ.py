@@ -19,6 +19,11 @@ PREFIX = "OSIRIS_"
 OTHER_NAMES = ("HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR")
 """Variables other than ``OSIRIS_*`` that :meth:`Settings.from_env` reads."""
 DEFAULT_HOME = "~/.osiris"
+DEFAULT_HOOK_TIMEOUT_S = 3.0
+"""``OSIRIS_HOOK_TIMEOUT_S``'s default: well inside the 10 s that ``osiris install`` gives a
+hook (a hook answers in tens of milliseconds; an owner starts in about a second)."""
+DEFAULT_OWNER_TIMEOUT_S = 30.0
+"""``OSIRIS_OWNER_TIMEOUT_S``'s default (every client of the store owner but the hooks)."""
 
 
 def current() -> Mapping[str, str]:
@@ -47,3 +52,14 @@ def settings_variables(env: Mapping[str, str] | None = None) -> dict[str, str]:
     picked = {k: v for k, v in env.items() if k.startswith(PREFIX) or k in OTHER_NAMES}
     picked["OSIRIS_HOME"] = home_path(env)
     return picked
+
+
+def hook_timeout_s(env: Mapping[str, str]) -> float:
+    """``OSIRIS_HOOK_TIMEOUT_S`` as a light client reads it, without the settings: its
+    default when unset or not a positive number (the store owner, which parses every
+    variable it is sent, reports a bad value in the hook's answer)."""
+    try:
+        value = float(env.get("OSIRIS_HOOK_TIMEOUT_S", "").strip() or DEFAULT_HOOK_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_HOOK_TIMEOUT_S
+    return value if 0 < value < float("inf") else DEFAULT_HOOK_TIMEOUT_S

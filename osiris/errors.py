@@ -45,6 +45,13 @@ class IntegrityError(StoreError):
     code = "integrity_error"
 
 
+class QueryCancelled(StoreError):
+    """A reader's query ran past its time (``OSIRIS_QUERY_TIMEOUT_S``), or its client or
+    the store owner went away while it ran, and DuckDB was told to stop it."""
+
+    code = "query_cancelled"
+
+
 class CommittedWithErrors(OsirisError):
     """The call's changes were committed (it took effect), but work after the commit
     failed, e.g. the journal witness could not be written. Not a StoreError on purpose:
@@ -85,6 +92,7 @@ __all__ = [
     "NotFoundError",
     "OsirisError",
     "PolicyError",
+    "QueryCancelled",
     "SandboxError",
     "SchemaError",
     "StoreBusyError",

@@ -43,9 +43,15 @@ How
 * **Bad input harms nobody.** A frame that is not JSON, too large, cut off, or an
   unknown operation gets an error reply (or a closed connection) for that client only.
 * **Readers.** ``query`` runs one read-only SQL statement (``SELECT``, ``WITH``,
-  ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``, ``EXPLAIN``) on the owner's connection and
-  answers with an Arrow IPC stream: notebooks and the dashboard read a live home through
-  the owner (:func:`osiris.engine.remote.query`).
+  ``DESCRIBE``, ``SHOW``, ``SUMMARIZE``, ``EXPLAIN``) on a cursor of its own, beside the
+  calls (:meth:`osiris.store.state.Store.reader`), and answers with an Arrow IPC stream:
+  notebooks and the dashboard read a live home through the owner
+  (:func:`osiris.engine.remote.query`). DuckDB is told to stop it (``interrupt()``) when
+  it runs past its time (the request's ``timeout_s``, else ``OSIRIS_QUERY_TIMEOUT_S``),
+  when its client closes the connection, or when the owner stops.
+* **A failed start is said.** An owner that cannot open the store writes why to
+  ``owner.failed`` before it exits (:func:`osiris.owner_wire.record_failed_start`), so
+  its starter knows at once and later clients do not start one again for nothing.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ import io
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import threading
@@ -67,7 +74,14 @@ from typing import Any
 
 from osiris import owner_wire as wire
 from osiris.config import Settings, settings_from_wire
-from osiris.errors import ConfigError, InvalidInputError, OsirisError, StoreError
+from osiris.errors import (
+    ConfigError,
+    InvalidInputError,
+    OsirisError,
+    QueryCancelled,
+    StoreBusyError,
+    StoreError,
+)
 from osiris.store.fsutil import PRIVATE_FILE, PRIVATE_UMASK, make_private_dirs
 
 log = logging.getLogger("osiris.owner")
@@ -105,6 +119,8 @@ class Owner:
         """Settings as a client sends them (JSON text) -> the engine for them."""
         self._lock_fd: int | None = None
         self.store: Any = None
+        self._queries: set[QueryWatch] = set()
+        self._queries_lock = threading.Lock()
 
     # -- life ----------------------------------------------------------------------
 
@@ -181,6 +197,10 @@ class Owner:
             with contextlib.suppress(FileNotFoundError):
                 if _same_socket(path, inode):
                     path.unlink()
+            with self._queries_lock:  # a long read must not hold the database's release
+                running = list(self._queries)
+            for watch in running:
+                watch.cancel("the store owner stopped")
             self._wait_for_calls(5.0)
             self.close()
 
@@ -251,7 +271,7 @@ class Owner:
                     self.requests += 1
                     self.last_request = time.monotonic()
                 try:
-                    reply, binary = self.handle(doc)
+                    reply, binary = self.handle(doc, conn)
                 finally:
                     with self._count:
                         self.in_flight -= 1
@@ -263,12 +283,16 @@ class Owner:
                 except OSError:
                     return
 
-    def handle(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-        """One request's reply (never raises)."""
+    def handle(self, doc: dict[str, Any], conn: socket.socket | None = None,
+               ) -> tuple[dict[str, Any], bytes]:
+        """One request's reply (never raises). ``conn``: the client's connection, watched
+        while a query runs (a query whose client has gone is stopped)."""
         try:
             op = doc.get("op")
+            if op == "query":
+                return self._query(doc, conn)
             handler = {"ping": self._ping, "release": self._release, "call": self._call,
-                       "hook": self._hook, "query": self._query}.get(str(op))
+                       "hook": self._hook}.get(str(op))
             if handler is None:
                 raise InvalidInputError(f"unknown store owner operation {op!r}: use ping, "
                                         "call, hook, query or release")
@@ -385,11 +409,16 @@ class Owner:
                                        "problem": outcome.problem,
                                        "stderr": outcome.stderr}}, b""
 
-    def _query(self, doc: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    def _query(self, doc: dict[str, Any],
+               conn: socket.socket | None) -> tuple[dict[str, Any], bytes]:
         import duckdb
         import pyarrow as pa
 
         sql, params = doc.get("sql"), doc.get("params")
+        timeout_s = doc.get("timeout_s", self.settings.query_timeout_s)
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) \
+                or not 0 < timeout_s < float("inf"):
+            raise InvalidInputError("timeout_s must be a positive number of seconds")
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidInputError("a query needs sql: one read-only SQL statement")
         if params is not None and not isinstance(params, list | dict):
@@ -402,16 +431,75 @@ class Owner:
             raise InvalidInputError("the owner runs one read-only statement per query "
                                     "(SELECT, WITH … SELECT, DESCRIBE, SHOW, EXPLAIN); export "
                                     "or copy the data from its answer")
-        with self.store.read() as con:
+        with self.store.reader() as cursor:
+            watch = QueryWatch(cursor, conn, float(timeout_s))
+            with self._queries_lock:
+                self._queries.add(watch)
+            watch.start()
             try:
-                table = con.execute(sql, params or []).to_arrow_table()
+                table = cursor.execute(sql, params or []).to_arrow_table()
             except duckdb.Error as exc:
+                reason = watch.finish()
+                if reason is not None:
+                    raise QueryCancelled(f"the query was cancelled: {reason}") from exc
                 raise InvalidInputError(f"the query failed: {exc}") from exc
+            finally:
+                watch.finish()
+                with self._queries_lock:
+                    self._queries.discard(watch)
         sink = io.BytesIO()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
         return {"ok": True, "result": {"format": "arrow-ipc", "rows": table.num_rows}}, \
             sink.getvalue()
+
+
+class QueryWatch(threading.Thread):
+    """Stops one query (DuckDB's ``interrupt()`` on its cursor) when its time is up, when
+    its client has closed the connection, or when the owner stops: a reader killed
+    mid-query used to leave its query running for as long as it took."""
+
+    def __init__(self, cursor: Any, conn: socket.socket | None, timeout_s: float) -> None:
+        super().__init__(daemon=True, name="osiris-owner-query")
+        self.cursor, self.conn, self.timeout_s = cursor, conn, timeout_s
+        self.deadline = time.monotonic() + timeout_s
+        #: Why the query was stopped (None: it was not).
+        self.reason: str | None = None
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        poller = select.poll()
+        if self.conn is not None:  # the peer's close: POLLRDHUP (POLLHUP/ERR always come)
+            poller.register(self.conn, select.POLLRDHUP)
+        while not self._done.is_set():
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.cancel(f"it ran past {self.timeout_s:g}s (OSIRIS_QUERY_TIMEOUT_S): "
+                            "narrow it (a WHERE, a LIMIT, fewer columns), or give this "
+                            "reader a larger OSIRIS_QUERY_TIMEOUT_S")
+                return
+            if poller.poll(min(left, 0.1) * 1000):
+                self.cancel("its client closed the connection")
+                return
+
+    def cancel(self, reason: str) -> None:
+        """Stop the query (once, and only while it runs)."""
+        import duckdb
+
+        with self._lock:
+            if self._done.is_set() or self.reason is not None:
+                return
+            self.reason = reason
+            log.info("owner %d: stopping a query: %s", os.getpid(), reason)
+            with contextlib.suppress(duckdb.Error):
+                self.cursor.interrupt()
+
+    def finish(self) -> str | None:
+        """The query has ended: stop watching; why it was stopped, if it was."""
+        with self._lock:
+            self._done.set()
+            return self.reason
 
 
 def _with_handed_work(engine: Any, kwargs: dict[str, Any], doc: object) -> dict[str, Any]:
@@ -471,9 +559,17 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, lambda *_: owner.stop())
     try:
         owner.open_store()
-    except OsirisError as exc:
+    except Exception as exc:  # DuckDB's own errors too: whatever it is, its starter hears
         log.error("cannot open the store of %s: %s", settings.home, exc)
+        code = exc.code if isinstance(exc, OsirisError) else type(exc).__name__
+        # Said before owner.lock is let go, so that a client that sees the owner gone
+        # finds why. A busy store is not remembered: the next call may find it free.
+        wire.record_failed_start(settings.home, pid=os.getpid(), code=code,
+                                 message=str(exc),
+                                 remember=not isinstance(exc, StoreBusyError)
+                                 and settings.db_path.exists())
         owner.close()
         return 1
+    wire.forget_failed_start(settings.home)  # this start worked: clients may start owners
     owner.serve()
     return 0

@@ -36,6 +36,9 @@ def test_values_are_parsed(tmp_path: Path) -> None:
     ("OSIRIS_PRUNE_THRESHOLD_TOKENS", "0", "positive whole number of tokens"),
     ("OSIRIS_DISPATCH_ONLY", "maybe", "0 or 1"),
     ("OSIRIS_LOCK_TIMEOUT_S", "nan", "positive number of seconds"),
+    ("OSIRIS_HOOK_TIMEOUT_S", "0", "positive number of seconds"),
+    ("OSIRIS_OWNER_TIMEOUT_S", "soon", "positive number of seconds"),
+    ("OSIRIS_QUERY_TIMEOUT_S", "inf", "positive number of seconds"),
     ("OSIRIS_LOG_LEVEL", "LOUD", "one of DEBUG"),
     ("OSIRIS_ROOTS", "relative/dir", "absolute directory paths"),
     ("OSIRIS_ROOTS", "/no/such/dir/anywhere", "not an existing directory"),
@@ -91,3 +94,18 @@ def test_light_and_full_settings_agree_on_the_home(tmp_path: Path,
         assert Settings.from_env(env).home == Settings.from_env(sent).home \
             == Path(sent["OSIRIS_HOME"])
         assert Path(sent["OSIRIS_HOME"]).is_absolute()
+
+
+def test_light_clients_bound_their_wait_as_the_settings_say(tmp_path: Path) -> None:
+    # A hook reads its bound without parsing the settings (osiris.environ); the owner's
+    # wire keeps its own default (it imports nothing of OSIRIS but its errors).
+    from osiris import environ, owner_wire
+
+    defaults = Settings()
+    assert owner_wire.DEFAULT_TIMEOUT_S == environ.DEFAULT_OWNER_TIMEOUT_S \
+        == defaults.owner_timeout_s
+    assert environ.hook_timeout_s({}) == defaults.hook_timeout_s == 3.0
+    env = {"OSIRIS_HOME": str(tmp_path), "OSIRIS_HOOK_TIMEOUT_S": " 1.5 "}
+    assert environ.hook_timeout_s(env) == Settings.from_env(env).hook_timeout_s == 1.5
+    for bad in ("0", "-2", "soon", "inf", "nan"):  # the owner reports it; the wait is kept
+        assert environ.hook_timeout_s({"OSIRIS_HOOK_TIMEOUT_S": bad}) == 3.0

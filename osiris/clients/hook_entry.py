@@ -8,6 +8,11 @@ the answer. Only when no owner can serve, or to report a problem, does it load t
 settings and the hook module and do the work here. ``osiris install`` writes the command
 as ``PYTHON -S -P …/osiris/launch.py hook CLIENT EVENT`` (:mod:`osiris.launch`), which
 also skips ``site``.
+
+It waits for the owner at most ``OSIRIS_HOOK_TIMEOUT_S`` (3 s), starting it included:
+an owner that is stopped, stuck, still starting, or that cannot open the store (now or
+at a remembered start) ends in a logged skip, and the call goes ahead unchanged, well
+inside the client's own hook timeout.
 """
 
 from __future__ import annotations
@@ -32,19 +37,21 @@ import the store)."""
 def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> tuple[str, int]:
     """The hook handled by the home's store owner (started if none runs): the decision
     JSON and the exit code. Where no owner can serve, the hook runs in this process
-    instead; a call the owner may have recorded before it died is not repeated."""
-    from osiris.owner_wire import OwnerClient, OwnerLost
+    instead; a call the owner may have recorded before it died is not repeated, nor one
+    that an owner which does not answer in time holds (it has the database)."""
+    from osiris.owner_wire import OwnerClient, OwnerFailed, OwnerLost
 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return _in_process(event, raw, client)  # it reports the bad input
     variables = environ.settings_variables()
-    owner = OwnerClient(variables["OSIRIS_HOME"], environment=variables)
+    owner = OwnerClient(variables["OSIRIS_HOME"], environment=variables,
+                        timeout_s=environ.hook_timeout_s(variables))
     try:
         result, _ = owner.request({"op": "hook", "client": client, "event": event,
                                    "raw": text})
-    except OwnerLost as exc:
+    except (OwnerLost, OwnerFailed) as exc:  # OwnerTimeout is an OwnerLost
         return _skipped(event, f"{exc.code}: {exc}", raw, with_settings=True)
     except OsirisError:  # no owner: do the work here, as without one
         return _in_process(event, raw, client)

@@ -12,7 +12,11 @@
 
   For a copy to keep, export the tables to Parquet through the same path
   (``query(home, "SELECT * FROM ledger").to_pandas().to_parquet(…)``, or pyarrow's
-  ``parquet.write_table``).
+  ``parquet.write_table``). The owner stops a query that runs past
+  ``OSIRIS_QUERY_TIMEOUT_S`` (an error says so) or whose process has gone.
+
+Every call is bounded: ``OSIRIS_OWNER_TIMEOUT_S`` (hooks and ``osiris run``:
+``OSIRIS_HOOK_TIMEOUT_S``), then :class:`~osiris.owner_wire.OwnerTimeout`.
 """
 
 from __future__ import annotations
@@ -27,13 +31,23 @@ from typing import Any
 
 from osiris.config import Settings, settings_to_wire
 from osiris.errors import OsirisError
-from osiris.owner_wire import OwnerClient, socket_path, start_owner, try_connect
+from osiris.owner_wire import (
+    OwnerClient,
+    OwnerTimeout,
+    remembered_failure,
+    socket_path,
+    start_owner,
+    try_connect,
+)
 
 log = logging.getLogger(__name__)
 
 
 HAND_OVER_MIN_CHARS = 512
 """Payloads from this size on are worked on here before the owner gets them."""
+ROUTED_BYTES_PER_S = 4 << 20
+"""``osiris run`` waits for the owner to store an output its hook bound plus a second per
+this many bytes (the owner stores about 8 MB a second here: reports/PERF.md)."""
 
 
 class RemoteEngine:
@@ -49,21 +63,24 @@ class RemoteEngine:
     def start_owner(self) -> None:
         """Start the home's owner now, without waiting for it, unless one answers."""
         try:
-            sock = try_connect(socket_path(self.settings.home))
+            sock = try_connect(socket_path(self.settings.home), timeout_s=1.0)
             if sock is None:
-                start_owner(self.settings.home)
+                if remembered_failure(self.settings.home) is None:  # else it fails again
+                    start_owner(self.settings.home)
             else:
                 sock.close()
         except (OSError, OsirisError) as exc:  # the first call will say what is wrong
             log.info("cannot start the store owner of %s yet: %s", self.settings.home, exc)
 
-    def _request(self, doc: dict[str, Any]) -> tuple[Any, bytes]:
+    def _request(self, doc: dict[str, Any], *,
+                 timeout_s: float | None = None) -> tuple[Any, bytes]:
         with self._lock:
             client = self._idle.pop() if self._idle else None
         if client is None:
-            client = OwnerClient(self.settings.home, self._wire)
+            client = OwnerClient(self.settings.home, self._wire,
+                                 timeout_s=self.settings.owner_timeout_s)
         try:
-            answer = client.request(doc)
+            answer = client.request(doc, timeout_s=timeout_s)
         except BaseException:
             client.close()  # a failed connection is not reused
             raise
@@ -151,11 +168,17 @@ class RemoteEngine:
         """A client hook run by the owner (:func:`osiris.clients.hooks.run_hook` with its
         engine): ``{stdout, exit_code, problem, stderr}``."""
         result, _ = self._request({"op": "hook", "client": client, "event": event,
-                                   "raw": raw, "principal": principal})
+                                   "raw": raw, "principal": principal},
+                                  timeout_s=self.settings.hook_timeout_s)
         return dict(result)
 
     def route_output(self, task_id: str, text: str, **kwargs: Any) -> dict[str, Any] | None:
-        answer = self._call("route_output", task_id, text, **kwargs)
+        """``osiris run``'s: bounded as a hook is (the command has run; its output must
+        not wait on a stuck owner), plus time for the size of the output."""
+        bound = self.settings.hook_timeout_s + len(text) / ROUTED_BYTES_PER_S
+        answer, _ = self._request({"op": "call", "method": "route_output",
+                                   "args": [task_id, text], "kwargs": kwargs},
+                                  timeout_s=bound)
         return None if answer is None else dict(answer)
 
     def operating_context(self, section: str | None = None) -> dict[str, Any]:
@@ -223,15 +246,25 @@ class RemoteConnection:
     """A read-only connection whose queries the home's owner runs (one statement each:
     ``SELECT``/``WITH``/``EXPLAIN``, positional or named parameters)."""
 
-    def __init__(self, client: OwnerClient) -> None:
+    def __init__(self, client: OwnerClient, settings: Settings) -> None:
         self._client = client
+        self._settings = settings
 
     def execute(self, sql: str, params: list[Any] | dict[str, Any] | None = None,
                 ) -> RemoteCursor:
         import pyarrow as pa
 
-        _, data = self._client.request({"op": "query", "sql": sql, "params": params})
+        _, data = _query(self._client, self._settings, sql, params)
         return RemoteCursor(pa.ipc.open_stream(data).read_all())
+
+
+def _query(client: OwnerClient, settings: Settings, sql: str,
+           params: list[Any] | dict[str, Any] | None) -> tuple[Any, bytes]:
+    """A query request: the owner stops it at the reader's OSIRIS_QUERY_TIMEOUT_S, and
+    the client waits that long plus its usual bound (so the owner's error comes first)."""
+    return client.request({"op": "query", "sql": sql, "params": params,
+                           "timeout_s": settings.query_timeout_s},
+                          timeout_s=settings.query_timeout_s + settings.owner_timeout_s)
 
 
 class ReadStore:
@@ -255,10 +288,13 @@ class ReadStore:
         """Whether reads go through the owner (decided at the first read)."""
         with self._lock:
             if not self._checked:
-                probe = OwnerClient(self.home, self._wire)
+                probe = self._client()
                 try:
                     probe.request({"op": "ping"})
                     self._idle.append(probe)
+                except OwnerTimeout:  # one runs, stuck: it holds the file; the error says so
+                    probe.close()
+                    raise
                 except OsirisError as exc:
                     probe.close()
                     log.info("no store owner for %s (%s): reading the file", self.home, exc)
@@ -267,6 +303,9 @@ class ReadStore:
                     self._direct = Store(self.settings, create=False)
                 self._checked = True
             return self._direct is None
+
+    def _client(self) -> OwnerClient:
+        return OwnerClient(self.home, self._wire, timeout_s=self.settings.owner_timeout_s)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Any]:
@@ -277,9 +316,9 @@ class ReadStore:
             return
         with self._lock:
             client = self._idle.pop() if self._idle else None
-        client = client or OwnerClient(self.home, self._wire)
+        client = client or self._client()
         try:
-            yield RemoteConnection(client)
+            yield RemoteConnection(client, self.settings)
         except BaseException:
             client.close()
             raise
@@ -299,14 +338,16 @@ class ReadStore:
 def query(home: str | Path, sql: str, params: list[Any] | dict[str, Any] | None = None,
           *, settings: Settings | None = None) -> Any:
     """One read-only SQL statement on the live home ``home``, as a ``pyarrow.Table``
-    (the owner is started if none runs)."""
+    (the owner is started if none runs). The owner stops it past
+    ``settings.query_timeout_s`` (:class:`~osiris.errors.QueryCancelled`): pass
+    ``settings`` for other bounds."""
     import pyarrow as pa
 
     home = Path(home).expanduser().absolute()
     settings = (settings or Settings()).with_home(home)
-    client = OwnerClient(home, settings_to_wire(settings))
+    client = OwnerClient(home, settings_to_wire(settings), timeout_s=settings.owner_timeout_s)
     try:
-        _, data = client.request({"op": "query", "sql": sql, "params": params})
+        _, data = _query(client, settings, sql, params)
     finally:
         client.close()
     return pa.ipc.open_stream(data).read_all()

@@ -67,6 +67,7 @@ import duckdb
 from osiris.errors import (
     CommittedWithErrors,
     NotFoundError,
+    OsirisError,
     SchemaError,
     StoreBusyError,
     StoreError,
@@ -430,22 +431,17 @@ def ask_owner_to_release(home: Path) -> bool:
     True when one agreed."""
     from osiris import owner_wire
 
+    # Bounded, and given up at once on a stopped owner: the caller then waits for the
+    # lock as it would for any holder, and its error names the process.
+    client = owner_wire.OwnerClient(home, {}, spawn=False, timeout_s=5.0)
     try:
-        sock = owner_wire.try_connect(owner_wire.socket_path(home))
-    except StoreError:
-        return False
-    if sock is None:
-        return False
-    try:
-        sock.settimeout(5.0)
-        owner_wire.send_frame(sock, {"op": "release"})
-        reply, _ = owner_wire.recv_frame(sock, 1 << 20)
-    except (OSError, EOFError, ValueError):
+        client.request({"op": "release"})
+    except OsirisError:  # none runs, it went away, or it does not answer
         return False
     finally:
-        sock.close()
+        client.close()
     log.info("asked the store owner of %s to release the database", home)
-    return bool(reply.get("ok"))
+    return True
 
 
 def connect_duckdb(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -512,6 +508,8 @@ def _writable(path: Path) -> bool:
 def lock_holders(path: Path) -> list[str]:
     """The processes holding a lock on ``path`` ("pid N (command) to write"), read from
     ``/proc/locks``; empty where that is unavailable."""
+    from osiris.owner_wire import process_state
+
     try:
         stat = os.stat(path)
         with open("/proc/locks", encoding="ascii", errors="replace") as locks:
@@ -533,7 +531,9 @@ def lock_holders(path: Path) -> list[str]:
         if key == wanted:
             pid = int(parts[4])
             what = "to write" if parts[3] == "WRITE" else "to read"
-            holders.append(f"pid {pid} ({_command_of(pid)}) {what}")
+            stopped = ", stopped: kill -CONT or end it" \
+                if process_state(pid) in ("T", "t") else ""
+            holders.append(f"pid {pid} ({_command_of(pid)}{stopped}) {what}")
     return sorted(set(holders))
 
 

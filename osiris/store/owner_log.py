@@ -18,8 +18,12 @@ that opens the file directly) first applies the records numbered after
 numbers: an acknowledged call is never lost, and no record is applied twice.
 
 A line is ``<crc32 hex> <json>\\n`` with json ``[lsn, [[sql, params], ...]]``. A torn
-last line (no newline, bad checksum, bad JSON) was never acknowledged: reading stops
-there.
+last line (no newline) was never acknowledged and is ignored. A complete line that
+cannot be applied (a bad checksum, JSON of another shape, a statement DuckDB refuses, a
+blob copy that does not hash to its ref) is set aside, byte for byte, in
+``owner-log.quarantine.jsonl`` with the reason, and the other records are applied: each
+call's first transaction replays the log, so one bad record used to fail every later
+call. ``osiris health`` reports what was set aside.
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ import contextlib
 import json
 import logging
 import os
+import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 
-from osiris.errors import StoreError
+from osiris.errors import InvalidInputError, StoreError
 from osiris.store import statements
+from osiris.store.fsutil import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +51,9 @@ LOG_NAME = "owner-log.jsonl"
 """File name of the owner's log in the home."""
 LOG_NAMES = (LOG_NAME, "owner-log.2.jsonl")
 """Its two files (appends go to one of them at a time)."""
+QUARANTINE_NAME = "owner-log.quarantine.jsonl"
+"""Records that could not be applied, each kept whole with the reason (never emptied by
+OSIRIS)."""
 
 Statement = tuple[str, list[Any]]
 
@@ -79,10 +88,31 @@ def restore_blobs(home: Path, items: list[Statement]) -> int:
             continue
         got, _ = refs.put(data)
         if got != ref:
-            raise StoreError(f"the owner log's copy of {ref} hashes to {got}: the log is "
-                             "damaged")
+            raise DamagedRecord(f"the owner log's copy of {ref} hashes to {got}: the log "
+                                "is damaged")
         restored += 1
     return restored
+
+
+class DamagedRecord(StoreError):
+    """A log record whose blob copy does not hash to its ref."""
+
+
+class Record(NamedTuple):
+    """One complete, readable line of the log."""
+
+    lsn: int
+    items: list[Statement]
+    line: bytes
+    """The line as written (without its newline): what a quarantine keeps."""
+
+
+class BadLine(NamedTuple):
+    """A complete line that cannot be applied, and why."""
+
+    line: bytes
+    problem: str
+    lsn: int | None = None
 
 
 def log_path(home: Path) -> Path:
@@ -200,23 +230,49 @@ def _empty(path: Path) -> None:
         os.close(fd)
 
 
-def read_records(path: Path) -> list[tuple[int, list[Statement]]]:
-    """Every complete record of the file, in order (a torn tail is dropped)."""
+def scan(path: Path) -> tuple[list[Record], list[BadLine]]:
+    """The file's complete records, in order, and its complete lines that are not
+    records (a torn tail, the piece after the last newline, is neither)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return []
-    records: list[tuple[int, list[Statement]]] = []
+        return [], []
+    records: list[Record] = []
+    bad: list[BadLine] = []
     for line in data.split(b"\n")[:-1]:  # the last piece has no newline: torn or empty
         crc, _, text = line.partition(b" ")
         try:
             if int(crc, 16) != zlib.crc32(text):
-                break
+                bad.append(BadLine(line, "its checksum does not match"))
+                continue
             lsn, items = json.loads(text)
-        except ValueError:
-            break
-        records.append((int(lsn), [(str(sql), list(params)) for sql, params in items]))
-    return records
+            records.append(Record(_lsn(lsn), _statements(items), line))
+        except (ValueError, TypeError) as exc:
+            bad.append(BadLine(line, f"not a record of the owner log ({exc})"))
+    return records, bad
+
+
+def _lsn(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"its number is {value!r}")
+    return value
+
+
+def _statements(items: object) -> list[Statement]:
+    if not isinstance(items, list):
+        raise ValueError("its statements are not a list")
+    out: list[Statement] = []
+    for item in items:
+        sql, params = item
+        if not isinstance(sql, str) or not isinstance(params, list):
+            raise ValueError("a statement is not [sql, [params]]")
+        out.append((sql, params))
+    return out
+
+
+def read_records(path: Path) -> list[tuple[int, list[Statement]]]:
+    """Every complete record of the file, in order (a torn tail is dropped)."""
+    return [(record.lsn, record.items) for record in scan(path)[0]]
 
 
 def read_all(home: Path) -> list[tuple[int, list[Statement]]]:
@@ -224,6 +280,69 @@ def read_all(home: Path) -> list[tuple[int, list[Statement]]]:
     numbers."""
     return sorted((record for path in log_paths(home) for record in read_records(path)),
                   key=lambda record: record[0])
+
+
+def quarantine_path(home: Path) -> Path:
+    """Where a home's set-aside owner-log records are kept."""
+    return home / QUARANTINE_NAME
+
+
+def quarantine(home: Path, lines: list[tuple[Path, BadLine]]) -> None:
+    """Append ``lines`` (each with the log file it came from) to the quarantine file and
+    fsync it, unless it holds them already; StoreError when it cannot be written (the
+    log is then left as it is: nothing is lost)."""
+    path = quarantine_path(home)
+    kept = {entry.get("record") or entry.get("record_base64") for entry in quarantined(home)}
+    entries = []
+    for source, bad in lines:
+        try:
+            record = {"record": bad.line.decode("utf-8")}
+        except UnicodeDecodeError:
+            record = {"record_base64": base64.b64encode(bad.line).decode("ascii")}
+        if next(iter(record.values())) in kept:
+            continue
+        entries.append({"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "file": source.name, "lsn": bad.lsn, "problem": bad.problem,
+                        **record})
+        log.error("an owner-log record of %s (%s, number %s) cannot be applied: %s; it is "
+                  "kept in %s and the other records are applied", home, source.name,
+                  bad.lsn, bad.problem, path)
+    if not entries:
+        return
+    text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries).encode()
+    try:
+        created = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            view = memoryview(text)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:  # the new file's name must outlive a crash too: the log is emptied next
+            fsync_dir(home)
+    except OSError as exc:
+        raise StoreError(f"an owner-log record of {home} cannot be applied and the "
+                         f"quarantine file {path} cannot be written ({exc}): the log is "
+                         "kept as it is; free disk space or check the home's "
+                         "permissions") from exc
+
+
+def quarantined(home: Path) -> list[dict[str, Any]]:
+    """The entries of the home's quarantine file (what ``osiris health`` reports)."""
+    try:
+        lines = quarantine_path(home).read_text("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = {"problem": "an unreadable line of the quarantine file"}
+        entries.append(entry if isinstance(entry, dict) else {"record": line})
+    return entries
 
 
 def applied_lsn(con: duckdb.DuckDBPyConnection) -> int:
@@ -234,24 +353,76 @@ def applied_lsn(con: duckdb.DuckDBPyConnection) -> int:
     return int(rows[0][0]) if rows else 0
 
 
+_BAD_RECORD = (DamagedRecord, InvalidInputError, duckdb.ProgrammingError,
+               duckdb.DataError, duckdb.IntegrityError, duckdb.NotSupportedError,
+               ValueError, TypeError, KeyError, IndexError)
+"""What a record itself can be to blame for. DuckDB's I/O, memory and transaction
+errors, and OSError, are the machine's: they fail the replay and leave the log as it is."""
+
+
 def replay(con: duckdb.DuckDBPyConnection, home: Path) -> tuple[int, tuple[int, str] | None]:
-    """Apply the records not yet in the database, inside the caller's transaction;
-    return how many and the journal head they end on (None without events). The caller
-    empties the file after its COMMIT."""
-    records = read_all(home)
+    """Apply the records not yet in the database, inside the caller's transaction, which
+    must have done nothing else yet (a record that fails is found by starting that
+    transaction again); return how many were applied and the journal head they end on
+    (None without events). Records that cannot be applied are quarantined (the module's
+    docstring). The caller empties the file after its COMMIT."""
+    records: list[Record] = []
+    bad: list[tuple[Path, BadLine]] = []
+    for path in log_paths(home):
+        found, unreadable = scan(path)
+        records += found
+        bad += [(path, line) for line in unreadable]
+    if bad:  # set aside before the log is emptied
+        quarantine(home, bad)
     done = applied_lsn(con)
-    todo = [(lsn, items) for lsn, items in records if lsn > done]
+    todo = sorted((record for record in records if record.lsn > done),
+                  key=lambda record: record.lsn)
     if not todo:
         return 0, None
-    items = [item for _, items in todo for item in items]
-    restored = restore_blobs(home, items)
+    try:
+        items = [item for record in todo for item in record.items]
+        restored = restore_blobs(home, items)
+        head = apply(con, [item for item in items if item[0] != BLOB])
+    except _BAD_RECORD as exc:
+        log.warning("the owner log of %s does not apply as a whole (%s): record by record",
+                    home, exc)
+        con.execute("ROLLBACK")
+        con.execute("BEGIN TRANSACTION")
+        restored, head, applied = _apply_each(con, home, todo)
+    else:
+        applied = len(todo)
     if restored:
         log.warning("restored %d blob files of %s from its owner log", restored, home)
-    head = apply(con, [item for item in items if item[0] != BLOB])
-    con.execute("UPDATE owner_log SET applied_lsn = ? WHERE id = 1", [todo[-1][0]])
+    con.execute("UPDATE owner_log SET applied_lsn = ? WHERE id = 1", [todo[-1].lsn])
     log.warning("applied %d owner-log records of %s left by an owner that stopped "
-                "without flushing", len(todo), home)
-    return len(todo), head
+                "without flushing", applied, home)
+    return applied, head
+
+
+def _apply_each(con: duckdb.DuckDBPyConnection, home: Path, todo: list[Record],
+                ) -> tuple[int, tuple[int, str] | None, int]:
+    """Apply ``todo`` one record at a time in the caller's transaction; a record that
+    fails is quarantined and the transaction starts again without it. Return the blobs
+    restored, the journal head and how many records were applied."""
+    path = {record.line: source for source in log_paths(home)
+            for record in scan(source)[0]}
+    left = list(todo)
+    while True:
+        restored, head = 0, None
+        for record in left:
+            try:
+                restored += restore_blobs(home, record.items)
+                head = apply(con, [i for i in record.items if i[0] != BLOB]) or head
+            except _BAD_RECORD as exc:
+                quarantine(home, [(path.get(record.line, log_path(home)),
+                                   BadLine(record.line, f"{type(exc).__name__}: {exc}",
+                                           record.lsn))])
+                left.remove(record)
+                con.execute("ROLLBACK")
+                con.execute("BEGIN TRANSACTION")
+                break
+        else:
+            return restored, head, len(left)
 
 
 def apply(con: duckdb.DuckDBPyConnection,

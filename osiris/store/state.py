@@ -319,6 +319,26 @@ class Store:
         with self.db.read() as con:
             yield con
 
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection of its own for one long read (a reader's query through the
+        store owner): it sees every acknowledged call, as :meth:`read` does, but runs
+        beside the calls instead of holding the store while it lasts (a notebook's
+        70-second query used to hold every hook of the home that long). Its user may
+        ``interrupt()`` it from another thread. Outside the owner: :meth:`read`."""
+        if not self.db.exclusive:
+            with self.read() as con:
+                yield con
+            return
+        with self.db.hold() as con:
+            if self.behind is not None:
+                self.behind.flush(con)
+            cursor = con.cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+
     def put_blob(self, data: bytes) -> tuple[str, bool]:
         """Store bytes in the ref store (outside any transaction: blobs are immutable).
 

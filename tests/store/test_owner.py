@@ -123,8 +123,10 @@ def _another_user_probe(osiris_home: Path, env: dict[str, str]) -> None:
         "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
         "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    print('refused')\n"
         "    sys.exit(0)\n"
-        "s.sendall(b'\\x00\\x00\\x00\\x0f{\"op\": \"ping\"}')\n"
-        "try:\n    data = s.recv(100)\nexcept ConnectionResetError:\n    data = b''\n"
+        "try:\n    s.sendall(b'\\x00\\x00\\x00\\x0f{\"op\": \"ping\"}')\n"
+        "    data = s.recv(100)\n"
+        # The owner may hang up before the request is even written (EPIPE).
+        "except (BrokenPipeError, ConnectionResetError):\n    data = b''\n"
         "print('answered' if data else 'cut off')\n")
     # The socket file is mode 0600: another user cannot even connect.
     out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True,
