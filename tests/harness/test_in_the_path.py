@@ -171,8 +171,10 @@ def test_commands_run_in_the_clients_own_shell(tmp_path: Path, client: str) -> N
     commands = ["osiris_probe_fn x", "probe_alias", "echo $PROBE_FROM_RC",
                 "cd sub && export PROBE_EXPORTED=yes && pwd", "pwd; echo ${PROBE_EXPORTED:-unset}",
                 "cd sub", "pwd", "kill -9 $$", "echo after", LARGE,
-                "printf 'a\\nb\\n' 1>&-; echo closed-stdout-status=$?",
-                "echo to-stderr >&2 2>&-; echo done",
+                # Closed streams (in a subshell whose stderr joins its stdout: the
+                # clients read the two streams apart, in no fixed order).
+                "(printf 'a\\nb\\n' 1>&-; echo closed-stdout-status=$?) 2>&1",
+                "(echo to-stderr >&2 2>&-; echo done) 2>&1",
                 # 10,000 single quotes: within the kernel's argument limit as the client
                 # quotes them, past it if quoted once more
                 'echo "' + "'" * 10_000 + '" | wc -c']
