@@ -30,10 +30,18 @@ class CostModel:
     """``breakpoints`` (cache entries at marked boundaries and the prompt's end),
     ``any_prefix`` (any segment boundary, rounded down to the granularity) or ``none``."""
     version: str = ""
+    output_usd_per_mtok: float = 0.0
+    """The price of an output token (what the model writes: the same in every
+    configuration of a replayed session but for extra calls, so part of what a user
+    pays, not of what a configuration saves)."""
 
     def token_cost(self, tokens: int, multiplier: float = 1.0) -> float:
         """USD for ``tokens`` input tokens at ``multiplier`` × the input price."""
         return tokens * self.input_usd_per_mtok * multiplier / 1_000_000
+
+    def output_cost(self, tokens: int) -> float:
+        """USD for ``tokens`` output tokens."""
+        return tokens * self.output_usd_per_mtok / 1_000_000
 
 
 @dataclass(frozen=True)

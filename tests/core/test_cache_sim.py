@@ -75,3 +75,11 @@ def test_cost_models_are_versioned_data() -> None:
     for model in MODELS.models:
         assert model.version == MODELS.version
         assert model.input_usd_per_mtok > 0
+
+
+def test_every_bundled_cost_model_prices_output_tokens() -> None:
+    """What a user pays includes what the model writes (issue 37): each bundled model has
+    its list output price, and a million output tokens cost exactly that."""
+    for model in default_cost_models().models:
+        assert model.output_usd_per_mtok > model.input_usd_per_mtok, model.name
+        assert model.output_cost(1_000_000) == model.output_usd_per_mtok
