@@ -15,6 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from osiris.harness.reports.bill import saved
+
 SEED = {200: (1583, 2687, 1651, -4.30, "bystander", 34),
         800: (3851, 3755, 3261, 15.32, "light", 1810),
         2000: (9015, 5229, 5233, 41.95, "standard", 2492),
@@ -29,16 +31,6 @@ CLIENTS_START, CLIENTS_END = "<!-- clients -->", "<!-- /clients -->"
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:+.2f}%"
-
-
-def saved(gain: float | None) -> str:
-    """A net gain against the bare client in words a newcomer cannot misread:
-    ``12.30% saved`` (the system sends less), ``0.35% more`` (it sends more), ``same``."""
-    if gain is None:
-        return "—"
-    if round(gain * 100, 2) == 0:
-        return "same"
-    return f"{gain * 100:.2f}% saved" if gain > 0 else f"{-gain * 100:.2f}% more"
 
 
 def _n(value: float | int | None) -> str:
