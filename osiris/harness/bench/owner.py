@@ -374,7 +374,7 @@ def stage_owner(ctx: BenchContext) -> StageResult:
     result = StageResult()
     from osiris.harness.importers.traces import real_text
 
-    n = 20 if ctx.quick else 100
+    n = 10 if ctx.quick else 100
     host = host_calibration(10 if ctx.quick else 30)
     ctx.say(f"owner: engine operations in process, {n} rounds each way")
     engine_rows = engine_ops(ctx, n)
