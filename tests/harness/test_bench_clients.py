@@ -26,6 +26,7 @@ from osiris.harness.clients.model_script import (
     ModelRequest,
     ScriptedTurns,
     ToolCall,
+    prompt_text,
     results_by_id,
 )
 from osiris.harness.clients.model_server import ModelServer
@@ -320,3 +321,86 @@ def test_the_clients_section_leads_the_report_and_is_replaced_in_place() -> None
     second = report.with_clients_section(first, "## Inside the real clients\n\nnew\n")
     assert "old" not in second and second.count(report.CLIENTS_START) == 1
     assert second.replace("new", "old") == first
+
+
+def _counting_session(project: Path, calls: int) -> Session:
+    """``calls`` shell outputs of about 9,000 tokens each: the prompt grows past a small
+    window within a few turns."""
+    steps = [Step(i, "Bash", {"command": f"seq 100000 103000 # {i}",
+                              "description": "numbers"}, "") for i in range(calls)]
+    return Session("counting", "traces", "", steps, client=CLAUDE_CODE)
+
+
+def _play_counting(workspace: Workspace, *, server_window: int,
+                   env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from osiris.core.cost_models import default_cost_models
+    from osiris.core.tokens import default_counter
+    from osiris.harness.clients.sessions import MODEL_OF_CLIENT, _Counts, neutraliser
+
+    session = _counting_session(workspace.project, 10)
+    paths = PathMap(None, workspace.project, workspace.tmp)
+    script = TraceScript(CLAUDE_CODE, plan(session, CLAUDE_CODE, paths), session, paths,
+                         summaries=["Summary: the numbers were listed."] * 5)
+    with ModelServer(script, context_window=server_window) as server:
+        run = run_client(CLAUDE_CODE, server, workspace, "list the numbers", tools=TOOLS,
+                         timeout_s=180, extra_env=env,
+                         extra_args=("--model", MODEL_OF_CLIENT[CLAUDE_CODE]))
+    assert run.returncode == 0, run.describe()
+    counts = _Counts(default_counter(), neutraliser(workspace, REPO))
+    return measure(run, script, "list the numbers", counts, default_cost_models().models)
+
+
+def test_claude_code_told_the_window_compacts_before_the_refusal(tmp_path: Path) -> None:
+    """With CLAUDE_CODE_AUTO_COMPACT_WINDOW (100,000: its minimum; it compacts near
+    67,000) Claude Code compacts on its own, and the server's refusal at 200,000 never
+    fires; the compaction request is billed like any other. Not told, it runs into a
+    refusal at 100,000 and compacts only then: the row says it needed the refusal."""
+    from osiris.harness.clients.sessions import compaction_env
+
+    require_client(CLAUDE_CODE)
+    told = Workspace(tmp_path / "told").reset(CLAUDE_CODE)
+    turns, row = _play_counting(told, server_window=200_000,
+                                env=compaction_env(CLAUDE_CODE, 100_000))
+    assert row["compactions"] >= 1 and row["reactive_compactions"] == 0
+    assert row["refused_requests"] == 0 and row["needed_refusal"] is False
+    assert row["trace_calls"] == 10 and row["unanswered_calls"] == 0
+    compacting = [t for t in turns if t["kind"] == "compaction"]
+    assert len(compacting) == row["compactions"] == row["compaction_requests"]
+    assert all(t["prompt_tokens"] > 60_000 for t in compacting)
+    # Every turn, the compaction's included, is counted and billed (one prompt each).
+    assert row["cumulative_input_tokens"] == sum(t["prompt_tokens"] for t in turns)
+
+    blind = Workspace(tmp_path / "blind").reset(CLAUDE_CODE)
+    _turns, row = _play_counting(blind, server_window=100_000, env={})
+    assert row["compactions"] == 0 and row["reactive_compactions"] >= 1
+    assert row["refused_requests"] >= 1 and row["needed_refusal"] is True
+
+
+def test_codex_compacts_on_its_own_and_the_script_answers_with_a_summary(
+        tmp_path: Path) -> None:
+    """Codex knows its model's window (here made small) and compacts before any refusal,
+    asking with its own prompt and no tools: the script answers with the trace's summary
+    and the row counts a compaction, not a side query."""
+    from osiris.core.cost_models import default_cost_models
+    from osiris.core.tokens import default_counter
+    from osiris.harness.clients.sessions import _Counts, neutraliser
+
+    require_client(CODEX)
+    workspace = Workspace(tmp_path / "cx").reset(CODEX)
+    steps = [Step(i, "shell", {"command": f"seq 100000 103000 # {i}"}, "") for i in range(9)]
+    session = Session("counting", "traces", "", steps, client=CODEX)
+    paths = PathMap(None, workspace.project, workspace.tmp)
+    script = TraceScript(CODEX, plan(session, CODEX, paths), session, paths,
+                         summaries=["Summary: the numbers were listed."] * 5)
+    with ModelServer(script, context_window=272_000) as server:
+        run = run_client(CODEX, server, workspace, "list the numbers", tools=TOOLS,
+                         timeout_s=180, extra_args=("-m", "gpt-5-codex", "-c",
+                                                    "model_context_window=40000"))
+    assert run.returncode == 0, run.describe()
+    counts = _Counts(default_counter(), neutraliser(workspace, REPO))
+    _turns, row = measure(run, script, "list the numbers", counts,
+                         default_cost_models().models)
+    assert row["compactions"] >= 1 and row["refused_requests"] == 0
+    assert row["compaction_requests"] == row["compactions"] == script.compaction_requests
+    assert row["trace_calls"] == 9 and row["unanswered_calls"] == 0
+    assert any("the numbers were listed" in prompt_text(p.body) for p in run.prompts)

@@ -54,11 +54,10 @@ from osiris.harness.clients.model_script import (
     OPENAI,
     ModelRequest,
     is_agent_turn,
-    last_user_text,
     prompt_text,
     results_by_id,
 )
-from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.clients.model_server import LoggedRequest, ModelServer
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
     CODEX,
@@ -69,7 +68,7 @@ from osiris.harness.clients.run import (
     run_client,
 )
 from osiris.harness.clients.trace_plan import PathMap, plan
-from osiris.harness.clients.trace_script import COMPACT_MARKER, TraceScript, summaries_of
+from osiris.harness.clients.trace_script import TraceScript, is_compaction, summaries_of
 from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
 from osiris.harness.importers.traces import load_trace
 from osiris.harness.replay.workloads import session_from_trace
@@ -88,9 +87,23 @@ OSIRIS_NOTE = "hook additional context: OSIRIS"
 """How Claude Code frames the text an OSIRIS hook added to a tool result."""
 CONTEXT_WINDOW = {CLAUDE_CODE: 200_000, CODEX: 272_000}
 """The model's input window (claude-sonnet-4-5: 200k; gpt-5-codex: 272k input), in the
-project's count: the scripted model refuses a longer prompt as the provider does, and
-the client compacts. Claude Code 2.1.328 does not compact on its own against this
-endpoint (it did not up to 662k tokens); refused, it compacts and goes on."""
+project's count: the scripted model refuses a longer prompt as the provider does. Both
+clients compact on their own before it (:data:`AUTO_COMPACT_WINDOW`); the refusal is the
+backstop, and a session that needed it says so (``needed_refusal``)."""
+AUTO_COMPACT_WINDOW = {CLAUDE_CODE: 200_000}
+"""``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` of every Claude Code run. Claude Code 2.1.328
+compacts proactively only when it knows the model's window from a non-"auto" source; a
+user of Anthropic's own endpoint gets it from the account's bootstrap, which a custom
+``ANTHROPIC_BASE_URL`` lacks, so without this it compacts only after a refusal. With it,
+it compacts at window − 20,000 − 13,000 = 167,000 tokens, by the usage the scripted
+server reports (``../shared/FACTS.md``). Values under 100,000 are read as 100,000 (its
+minimum; it then compacts near 67,000).
+
+Codex needs nothing: 0.169.0's bundled model catalog gives ``gpt-5-codex`` a 272,000-token
+window and no ``auto_compact_token_limit``, so it compacts at its default share of the
+window, as a Codex user's does with the default ``config.toml`` (checked: with
+``-c model_context_window=40000`` it compacted near 34,000 tokens against the scripted
+provider, asking with its local "CONTEXT CHECKPOINT COMPACTION" prompt)."""
 QUICK_SESSION = "codex-cli__tielec-ai-workflow-agent/issue-119/01_requirements/review"
 _LS_TIME = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
                       r"(?:\d\d:\d\d| \d{4})\b")
@@ -200,7 +213,7 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         pieces = [(counts(text), mark) for text, mark in segments(entry.body, request.api)]
         tokens = sum(c[1] for c, _ in pieces)
         results = results_by_id(request)
-        kind = ("compaction" if COMPACT_MARKER in last_user_text(request) else
+        kind = ("compaction" if is_compaction(request) else
                 "agent" if is_agent_turn(request) else "side")
         fresh = [cid for cid in results if cid in answered and cid not in received]
         received.update(fresh)
@@ -243,7 +256,7 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         "skipped_calls": sum(e["kind"] == "skipped" for e in script.events),
         "gaps_ms": json.dumps([t["gap_ms"] for t in turns if t["gap_ms"] is not None]),
         "osiris_hook_notes": notes,
-        "refused_requests": sum(1 for e in run.requests if e.error == "over the context window"),
+        **compactions_of(run.requests),
     }
     first = next((ModelRequest(e.index, str(e.api), e.path, e.body) for e in logged
                   if is_agent_turn(ModelRequest(e.index, str(e.api), e.path, e.body))), None)
@@ -259,6 +272,43 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         row[f"cache_read_tokens_{model.name}"] = sum(t.cache_read_tokens for t in billed)
     row["cost_model_version"] = models[0].version if models else ""
     return turns, row
+
+
+REFUSED = "over the context window"
+"""The model server's log note on a prompt it refused (:class:`ModelServer`)."""
+
+
+def compactions_of(requests: Sequence[LoggedRequest]) -> dict[str, Any]:
+    """How the client compacted: ``compactions`` it started on its own (proactive),
+    ``reactive_compactions`` it started because the model refused the prompt before,
+    ``refused_requests``, and ``needed_refusal`` (the session reached the window: a
+    proactive client should not). A compaction request is billed like any other."""
+    proactive = reactive = refused = 0
+    after_refusal = False
+    for entry in requests:
+        if entry.api is None or entry.path.endswith("/count_tokens"):
+            continue
+        if entry.error == REFUSED:
+            refused += 1
+            after_refusal = True
+            continue
+        if isinstance(entry.body, dict) and is_compaction(
+                ModelRequest(entry.index, entry.api, entry.path, entry.body)):
+            if after_refusal:
+                reactive += 1
+            else:
+                proactive += 1
+        after_refusal = False
+    return {"compactions": proactive, "reactive_compactions": reactive,
+            "refused_requests": refused, "needed_refusal": refused > 0}
+
+
+def compaction_env(client: str, window: int | None = None) -> dict[str, str]:
+    """The environment that tells ``client`` its model's window, as a user's client
+    knows it (:data:`AUTO_COMPACT_WINDOW`; ``window`` overrides it, e.g. for a test)."""
+    if client != CLAUDE_CODE:
+        return {}
+    return {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(window or AUTO_COMPACT_WINDOW[client])}
 
 
 def client_of(trace_rel: Path) -> str | None:
@@ -278,9 +328,10 @@ def task_prompt(trace_path: Path, fallback: str) -> str:
 def run_session(trace_path: Path, traces_dir: Path, tarball: Path, configuration: str, *,
                 tools: Tools, repo: Path, root: Path = ROOT,
                 timeout_s: float = SESSION_TIMEOUT_S,
-                models: Sequence[CostModel] = (), counter: TokenCounter | None = None
-                ) -> Measured:
-    """One trace in one configuration of its client, measured."""
+                models: Sequence[CostModel] = (), counter: TokenCounter | None = None,
+                compact_window: int | None = None) -> Measured:
+    """One trace in one configuration of its client, measured. ``compact_window``:
+    Claude Code's auto-compact window (default :data:`AUTO_COMPACT_WINDOW`)."""
     rel = trace_path.relative_to(traces_dir)
     name = str(rel.parent)
     client = client_of(rel)
@@ -305,7 +356,8 @@ def run_session(trace_path: Path, traces_dir: Path, tarball: Path, configuration
         "-m", MODEL_OF_CLIENT[client])
     with ModelServer(script, context_window=CONTEXT_WINDOW[client]) as server:
         run = run_client(client, server, workspace, prompt, tools=tools, timeout_s=timeout_s,
-                         extra_args=(*installed.extra_args, *model_args))
+                         extra_args=(*installed.extra_args, *model_args),
+                         extra_env=compaction_env(client, compact_window))
     status = ("timed out" if run.timed_out else "ok" if run.returncode == 0
               else f"exit {run.returncode}")
     counts = _Counts(counter or default_counter(), neutraliser(workspace, repo))
@@ -436,14 +488,16 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"${r[f'billed_cost_{model}']:.4f} ({model}) | "
             f"{_pct(r.get(f'net_gain_billed_cost_{model}'))} | {r['tool_result_tokens']:,} | "
             f"{r.get('head_tokens', 0):,} | {kept}/{needs} | {r['extra_calls']} | "
-            f"{r['failed_calls']} | {int(r.get('compaction_requests') or 0)} | "
+            f"{r['failed_calls']} | {_compactions(r)} | "
             f"{'—' if added is None else f'{added:+,.0f}'} |")
     fixed: dict[str, int] = {}
     for r in rows:
         for kind, count in json.loads(r.get("neutralised") or "{}").items():
             fixed[kind] = fixed.get(kind, 0) + int(count)
     refused = sum(int(r.get("refused_requests") or 0) for r in rows)
-    compactions = sum(int(r.get("compaction_requests") or 0) for r in rows)
+    compactions = sum(int(r.get("compactions") or 0) for r in rows)
+    needed = sorted({f"{r['session']} ({r['configuration']})" for r in rows
+                     if r.get("needed_refusal")})
     lines += ["", "Pooled over the sessions every configuration ran:", "", *pooled(rows), "",
               "What changes from run to run was fixed before counting: "
               + ", ".join(f"{kind} ×{count:,}" for kind, count in sorted(fixed.items()))
@@ -451,10 +505,14 @@ def render(rows: list[dict[str, Any]]) -> str:
               "root is the same path on every run, because OSIRIS's refs hash outputs that "
               f"name it. The scripted model refuses a prompt over the model's window as the "
               f"provider does ({CONTEXT_WINDOW[CLAUDE_CODE]:,} tokens for Claude Code, "
-              f"{CONTEXT_WINDOW[CODEX]:,} for Codex): {refused} prompts were refused and the "
-              f"client compacted ({compactions} compaction requests, answered with the "
-              "trace's own summaries); Claude Code 2.1.328 does not compact on its own "
-              "against this endpoint.", "",
+              f"{CONTEXT_WINDOW[CODEX]:,} for Codex), but both clients know the window and "
+              "compact on their own before it, as a user's do (Claude Code told it by "
+              f"`CLAUDE_CODE_AUTO_COMPACT_WINDOW={AUTO_COMPACT_WINDOW[CLAUDE_CODE]}`, which "
+              "its account bootstrap sets against Anthropic's endpoint; Codex from its model "
+              f"catalog): {compactions} proactive compactions (answered with the trace's own "
+              f"summaries, billed like any request); {refused} prompts were refused"
+              + (f", in {'; '.join(needed)}: these sessions needed the refusal to compact."
+                 if needed else ": no session needed the refusal."), "",
               *shares(rows), "",
               "OSIRIS runs with all its routing (*osiris*, the default `[routing]`), with "
               "none (*osiris-observe*: its hooks only watch, as before routing), and with one "
@@ -473,6 +531,13 @@ def render(rows: list[dict[str, Any]]) -> str:
               "reach the window before the trace ends.",
               ""]
     return "\n".join(lines)
+
+
+def _compactions(row: Mapping[str, Any]) -> str:
+    """Proactive compactions, and the reactive ones (after a refusal) when any."""
+    reactive = int(row.get("reactive_compactions") or 0)
+    own = int(row.get("compactions") or 0)
+    return f"{own} + {reactive} after a refusal" if reactive else str(own)
 
 
 def shares(rows: list[dict[str, Any]]) -> list[str]:

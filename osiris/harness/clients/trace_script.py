@@ -36,7 +36,9 @@ offers the tool (Codex lists OSIRIS's tools; Claude Code defers them behind its 
 search, so there the client's own tools are used): a grep for the query, a truncated
 answer's ``next`` followed, then range pages, each call counted like any other. A
 compaction request (Claude Code's "create a detailed summary" prompt) is answered with
-the summary the trace's own model wrote at that point (in order), else a fixed line.
+the summary the trace's own model wrote at that point (in order), else a fixed line;
+so is Codex's ("CONTEXT CHECKPOINT COMPACTION", no tools offered), which would
+otherwise pass for a side query.
 Side queries (no tools offered) get ``OK``. The script is stateful (a compaction
 rewrites the history, so the step cannot be read off the request) and thread-safe.
 """
@@ -73,6 +75,15 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """The command that ends a mini-swe-agent run (its local environment's convention)."""
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation so far"
 """How Claude Code 2.1.328 asks for a compaction summary (its own prompt text)."""
+CODEX_COMPACT_MARKER = "You are performing a CONTEXT CHECKPOINT COMPACTION"
+"""How Codex 0.169.0 asks for one against a provider that is not OpenAI's own (its
+local compaction prompt; the request offers no tools)."""
+
+
+def is_compaction(request: ModelRequest) -> bool:
+    """Whether the client asks the model for a compaction summary (either client)."""
+    text = last_user_text(request)
+    return COMPACT_MARKER in text or CODEX_COMPACT_MARKER in text
 FALLBACK_SUMMARY = "Summary: the session read the task's files and is continuing it."
 MINI_CUT = "[mini-swe-agent elided"
 """How :func:`observation_text` marks where ``mini.yaml`` cut an output."""
@@ -211,8 +222,11 @@ class TraceScript:
             return self._reply(request)
 
     def _reply(self, request: ModelRequest) -> Action:
-        if COMPACT_MARKER in last_user_text(request):
+        if is_compaction(request):
             self.compaction_requests += 1
+            # The request carries results the next agent turn may no longer show (Codex
+            # compacts between a call and its follow-up): they answered their calls.
+            self._learn(results_by_id(request))
             summary = self._summaries.pop(0) if self._summaries else FALLBACK_SUMMARY
             # Claude Code asks again, then fails the turn, when the reply has no block.
             return FinalText(f"<summary>\n{summary}\n</summary>")
