@@ -404,3 +404,37 @@ def test_codex_compacts_on_its_own_and_the_script_answers_with_a_summary(
     assert row["compaction_requests"] == row["compactions"] == script.compaction_requests
     assert row["trace_calls"] == 9 and row["unanswered_calls"] == 0
     assert any("the numbers were listed" in prompt_text(p.body) for p in run.prompts)
+
+
+@pytest.mark.parametrize("client", [CLAUDE_CODE, CODEX])
+def test_the_trace_script_plays_each_segment_after_its_prompt(
+        client: str, tmp_path: Path) -> None:
+    """An interactive trace (three calls, a second prompt before the third): the first
+    turn issues two calls and ends with the trace's answer; the third call is issued
+    only after the second prompt reached the model."""
+    from osiris.harness.clients.run import run_client_turns
+    from osiris.harness.clients.trace_plan import Turn
+
+    require_client(client)
+    workspace = Workspace(tmp_path / client).reset(client)
+    tool = "Bash" if client == CLAUDE_CODE else "shell"
+    steps = [Step(i, tool, {"command": f"echo step-$(({i} + 100))"}, "") for i in range(3)]
+    session = Session("talk", "traces", "", steps, client=client, final_text="All done.")
+    paths = PathMap(None, workspace.project, workspace.tmp)
+    turns = [Turn(2, "NOW THE THIRD STEP please", "Two steps done.")]
+    script = TraceScript(client, plan(session, client, paths), session, paths, turns=turns,
+                         final_text="All done.")
+    model = ("--model", "claude-sonnet-4-5-20250929") if client == CLAUDE_CODE else (
+        "-m", "gpt-5-codex")
+    with ModelServer(script) as server:
+        run = run_client_turns(client, server, workspace, ["FIRST go", turns[0].prompt],
+                               tools=TOOLS, timeout_s=120, extra_args=model)
+    assert run.returncode == 0, run.describe()
+    answered = [(e.action or {}).get("text") or str((e.action or {}).get("input"))
+                for e in run.requests if e.api is not None and e.action]
+    assert [a for a in answered if a != "OK"] == [
+        str(script.calls[0].input), str(script.calls[1].input), "Two steps done.",
+        str(script.calls[2].input), "All done."]
+    assert script.prompts_received == 1
+    third = next(p for p in run.prompts if "step-102" in prompt_text(p.body))
+    assert "NOW THE THIRD STEP please" in prompt_text(third.body)

@@ -60,6 +60,22 @@ class Planned:
     """Why the call is not replayed (None: it is)."""
 
 
+@dataclass(frozen=True)
+class Turn:
+    """A later typed prompt of an interactive session: the user typed ``prompt`` after
+    the model answered ``answer`` (the trace's text ending the turn before); the trace's
+    calls from ``step`` on belong to it."""
+
+    step: int
+    prompt: str
+    answer: str = "Done."
+
+    def received_in(self, last_user_text: str) -> bool:
+        """Whether a request's last user message is this prompt (the client may put
+        reminders before it, never change it)."""
+        return self.prompt.strip()[:200] in last_user_text
+
+
 def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any] | None:
     """The live client's tool and input for a trace call (None: not replayable)."""
     if tool in SKIPPED_TOOLS:

@@ -67,7 +67,7 @@ from osiris.harness.clients.model_script import (
     tool_names,
 )
 from osiris.harness.clients.run import CLAUDE_CODE, MINI_SWE_AGENT
-from osiris.harness.clients.trace_plan import PathMap, Planned
+from osiris.harness.clients.trace_plan import PathMap, Planned, Turn
 from osiris.harness.replay.retrieval import MAX_CALLS, WINDOW_LINES, query_for
 from osiris.harness.replay.workloads import Need, Session
 
@@ -189,6 +189,10 @@ class TraceScript:
     """A call's whole output by its id, where the client keeps it (mini-swe-agent's
     trajectory file): a need a cut result does not show is then absent, not searched
     for, when the whole output never held it, as for a result shown whole."""
+    turns: list[Turn] = field(default_factory=list)
+    """The later typed prompts of an interactive session, in order: the calls of each
+    segment are issued only once its prompt has arrived, and the segment before ends
+    with the trace's answer (:meth:`_turn_ends`)."""
     needs: list[NeedState] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """Every action taken: ``{"n", "kind", "step", "tool", "call_id", "is_error"}``."""
@@ -215,6 +219,9 @@ class TraceScript:
         self.side_requests = 0
         self._recall: str | None = None
         self._results: Mapping[str, tuple[str, bool]] = {}
+        self._turn = 0  # the next later prompt not yet received
+        self._waiting = False  # a turn ended: the next prompt has not come yet
+        self.prompts_received = 0
 
     # -- the Script protocol -----------------------------------------------------------
     def reply(self, request: ModelRequest) -> Action:
@@ -241,6 +248,13 @@ class TraceScript:
         signature = (len(items), json.dumps(items[-1:], sort_keys=True, default=str))
         if self._last is not None and self._last[0] == signature:
             return self._last[1]  # the same request again (a client retry)
+        if self._waiting:
+            turn = self.turns[self._turn]
+            if not turn.received_in(last_user_text(request)):
+                return FinalText(turn.answer)  # asked again before the user typed
+            self._waiting = False
+            self._turn += 1
+            self.prompts_received += 1
         self._agent_turns += 1
         self._results = results
         self._recall = recall_tool(tool_names(request))
@@ -308,6 +322,8 @@ class TraceScript:
                 return self._final()
             step = self.calls[self._cursor].step if self._cursor < len(self.calls) else (
                 len(self.session.steps))
+            if self._turn < len(self.turns) and self.turns[self._turn].step <= step:
+                return self._turn_ends()
             due = [s for s in self._due.pop(step, []) if s.outcome == "pending"]
             if self._submits(self._cursor):  # the run ends with it: the final needs first
                 due += [s for s in self._due.pop(len(self.session.steps), [])
@@ -333,6 +349,12 @@ class TraceScript:
                 else None
             return self._issue("trace", planned.step, planned.tool, planned.input,
                                file=str(file) if file else None)
+
+    def _turn_ends(self) -> Action:
+        """The segment before the next typed prompt is done: answer with the trace's text
+        and wait for the prompt (the client sends it once the turn has ended)."""
+        self._waiting = True
+        return FinalText(self.turns[self._turn].answer)
 
     def _submits(self, cursor: int) -> bool:
         """Whether the planned call at ``cursor`` ends a mini-swe-agent run."""
