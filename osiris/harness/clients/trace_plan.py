@@ -22,13 +22,21 @@ SKIPPED_TOOLS = {
 }
 
 
+_HOME = re.compile(r"^(?:/Users|/home)/[^/]+")
+"""The user's home in a trace's working directory (macOS or Linux; the M-Claude corpus
+redacts the name to ``[USER]``)."""
+
+
 @dataclass(frozen=True)
 class PathMap:
-    """Maps the trace's working directory (and its ``/tmp``) onto the workspace."""
+    """Maps the trace's working directory (and its ``/tmp``) onto the workspace, and with
+    ``home`` the author's home folder (``/Users/x``, ``/Users/[USER]``) onto the client's
+    HOME, so a path the author typed outside the project lands in the scratch user."""
 
     cwd: str | None
     project: Path
     tmp: Path
+    home: Path | None = None
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -40,12 +48,16 @@ class PathMap:
         return value
 
     def text(self, text: str) -> str:
-        """One string mapped: the cwd first, then other ``/tmp/`` paths."""
-        marker = "\x00project\x00"
+        """One string mapped: the cwd first, then the author's home, then ``/tmp/``."""
+        marker, home_marker = "\x00project\x00", "\x00home\x00"
         if self.cwd:
             text = text.replace(self.cwd.rstrip("/"), marker)
+            found = _HOME.match(self.cwd)
+            if self.home is not None and found:
+                text = re.sub(re.escape(found.group(0)) + r"(?![\w.-])", home_marker, text)
+                text = text.replace("~/", home_marker + "/")
         text = re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
-        return text.replace(marker, str(self.project))
+        return text.replace(marker, str(self.project)).replace(home_marker, str(self.home))
 
 
 @dataclass(frozen=True)
