@@ -438,3 +438,45 @@ def test_the_trace_script_plays_each_segment_after_its_prompt(
     assert script.prompts_received == 1
     third = next(p for p in run.prompts if "step-102" in prompt_text(p.body))
     assert "NOW THE THIRD STEP please" in prompt_text(third.body)
+
+
+CORPUS_SESSION = "corpus/claude-code/entire-cli-go"
+"""An interactive Claude Code session of the corpus with a workspace, whose second typed
+prompt comes after 8 calls."""
+
+
+def test_an_interactive_corpus_session_is_played_prompt_by_prompt_and_compacts_on_its_own(
+        tmp_path: Path) -> None:
+    """The issue's Done test: the corpus session's first two typed prompts (the plan cut
+    to their segments) through the real Claude Code, told a small window so it compacts
+    early: both prompts reached the model, the client compacted on its own, nothing was
+    refused."""
+    from osiris.harness.clients.corpus import corpus_sessions
+    from osiris.harness.clients.model_script import last_user_text
+    from osiris.harness.clients.sessions import run_corpus_session
+
+    require_client(CLAUDE_CODE)
+    entry = next(e for e in corpus_sessions(REPO / "datasets" / "corpus")
+                 if e.name == CORPUS_SESSION)
+    log = tmp_path / "requests.jsonl"
+    measured = run_corpus_session(entry, BARE, tools=TOOLS, repo=REPO, root=tmp_path / "run",
+                                  compact_window=100_000, compact_percent=40, segments=2,
+                                  timeout_s=600, log_path=log)
+    assert measured.status == "ok", measured.row.get("stderr_tail")
+    row = measured.row
+    assert row["prompts_sent"] == row["prompts_received"] == 2
+    assert row["compactions"] >= 1 and row["reactive_compactions"] == 0
+    assert row["refused_requests"] == 0 and row["needed_refusal"] is False
+    assert row["unanswered_calls"] == 0
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    asked = [last_user_text(ModelRequest(e["index"], e["api"], e["path"], e["body"]))
+             for e in entries if e["api"] and isinstance(e["body"], dict)
+             and not e["path"].endswith("/count_tokens")]
+    from osiris.harness.importers.traces import load_trace
+
+    typed = [p.text for p in load_trace(entry.path).user_prompts if p.kind == "typed"]
+    first, second = typed[0], typed[1]
+    assert any(first.strip()[:200] in text for text in asked)
+    # The second prompt arrived after the first turn's answer, once.
+    at = [i for i, text in enumerate(asked) if second.strip()[:200] in text]
+    assert at and at[0] > 0

@@ -48,6 +48,13 @@ from osiris.harness.clients.configs import (
     configurations_of,
     install,
 )
+from osiris.harness.clients.corpus import (
+    CORPUS_CONFIGURATIONS,
+    CorpusSession,
+    corpus_sessions,
+    truncated,
+    turns_of,
+)
 from osiris.harness.clients.heads import Neutraliser, measure_head
 from osiris.harness.clients.model_script import (
     ANTHROPIC,
@@ -65,13 +72,14 @@ from osiris.harness.clients.run import (
     ClientRun,
     Tools,
     Workspace,
-    run_client,
+    run_client_turns,
 )
 from osiris.harness.clients.trace_plan import PathMap, plan
 from osiris.harness.clients.trace_script import TraceScript, is_compaction, summaries_of
-from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
+from osiris.harness.clients.workspaces import TREE, traces_with_workspaces, unpack
+from osiris.harness.importers.records import Trace
 from osiris.harness.importers.traces import load_trace
-from osiris.harness.replay.workloads import session_from_trace
+from osiris.harness.replay.workloads import Session, session_from_trace
 
 ROOT = Path("/tmp/osiris-bench-clients")  # noqa: S108 - fixed on purpose (see below)
 """Scratch root of every session, the same on every machine and run: the paths reach the
@@ -303,12 +311,18 @@ def compactions_of(requests: Sequence[LoggedRequest]) -> dict[str, Any]:
             "refused_requests": refused, "needed_refusal": refused > 0}
 
 
-def compaction_env(client: str, window: int | None = None) -> dict[str, str]:
+def compaction_env(client: str, window: int | None = None,
+                   percent: int | None = None) -> dict[str, str]:
     """The environment that tells ``client`` its model's window, as a user's client
-    knows it (:data:`AUTO_COMPACT_WINDOW`; ``window`` overrides it, e.g. for a test)."""
+    knows it (:data:`AUTO_COMPACT_WINDOW`; ``window`` overrides it). ``percent``
+    (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``) compacts at that share of the window instead:
+    a test's way to compact early, the window having a 100,000-token minimum."""
     if client != CLAUDE_CODE:
         return {}
-    return {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(window or AUTO_COMPACT_WINDOW[client])}
+    env = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(window or AUTO_COMPACT_WINDOW[client])}
+    if percent is not None:
+        env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = str(percent)
+    return env
 
 
 def client_of(trace_rel: Path) -> str | None:
@@ -333,52 +347,118 @@ def run_session(trace_path: Path, traces_dir: Path, tarball: Path, configuration
     """One trace in one configuration of its client, measured. ``compact_window``:
     Claude Code's auto-compact window (default :data:`AUTO_COMPACT_WINDOW`)."""
     rel = trace_path.relative_to(traces_dir)
-    name = str(rel.parent)
     client = client_of(rel)
     if client is None:
         raise ValueError(f"{rel}: no real client for this trace")
     trace = load_trace(trace_path)
     session = session_from_trace(trace, str(rel), str(trace_path))
+    return _play(_Played(str(rel.parent), client, trace, session, tarball,
+                         trace_path.parent / "prompt_includes",
+                         task_prompt(trace_path, session.task_prompt)),
+                 configuration, tools=tools, repo=repo, root=root, timeout_s=timeout_s,
+                 models=models, counter=counter,
+                 compaction=compaction_env(client, compact_window))
+
+
+def run_corpus_session(entry: CorpusSession, configuration: str, *, tools: Tools,
+                       repo: Path, root: Path = ROOT, timeout_s: float = SESSION_TIMEOUT_S,
+                       models: Sequence[CostModel] = (),
+                       counter: TokenCounter | None = None,
+                       compact_window: int | None = None, compact_percent: int | None = None,
+                       segments: int | None = None, log_path: Path | None = None
+                       ) -> Measured:
+    """One interactive corpus session in one configuration of its client, prompt by
+    prompt (:mod:`.corpus`); ``segments``: only the first ones, and ``compact_percent``
+    (:func:`compaction_env`): a test's shortcuts. ``log_path``: the model server's
+    request log (JSONL)."""
+    if entry.tarball is None:
+        return Measured(entry.name, entry.client, configuration, REPLAY_ONLY)
+    trace = load_trace(entry.path)
+    session = session_from_trace(trace, entry.name, str(entry.path))
+    return _play(_Played(entry.name, entry.client, trace, session, entry.tarball, None,
+                         session.task_prompt, interactive=True, segments=segments,
+                         log_path=log_path, tree=entry.path.stem),
+                 configuration, tools=tools, repo=repo, root=root, timeout_s=timeout_s,
+                 models=models, counter=counter,
+                 compaction=compaction_env(entry.client, compact_window, compact_percent))
+
+
+REPLAY_ONLY = "replay only: no workspace"
+"""The status of a corpus session that has no workspace (``SOURCES.md``)."""
+
+
+@dataclass(frozen=True)
+class _Played:
+    """What a session plays, whatever its source."""
+
+    name: str
+    client: str
+    trace: Trace
+    session: Session
+    tarball: Path
+    includes: Path | None
+    prompt: str
+    interactive: bool = False
+    segments: int | None = None
+    log_path: Path | None = None
+    tree: str = TREE
+    """The tarball's top folder (the corpus: the session file's stem)."""
+
+
+def _play(played: _Played, configuration: str, *, tools: Tools, repo: Path, root: Path,
+          timeout_s: float, models: Sequence[CostModel], counter: TokenCounter | None,
+          compaction: Mapping[str, str]) -> Measured:
+    name, client, session = played.name, played.client, played.session
     workspace = Workspace(root / client).reset(client)
-    unpack(tarball, workspace.project, includes=trace_path.parent / "prompt_includes")
+    unpack(played.tarball, workspace.project, includes=played.includes, tree=played.tree)
     started = time.monotonic()
     try:
         installed = install(configuration, client, workspace, tools)
     except (InstallError, OSError) as exc:
         return Measured(name, client, configuration, f"not installed: {exc}"[:400])
-    prompt = task_prompt(trace_path, session.task_prompt)
-    paths = PathMap(str(trace.meta.get("cwd") or "") or None, workspace.project,
-                    workspace.tmp)
-    script = TraceScript(client, plan(session, client, paths), session, paths,
-                         summaries=summaries_of(session),
-                         final_text=session.final_text or "Done.")
+    paths = PathMap(str(played.trace.meta.get("cwd") or "") or None, workspace.project,
+                    workspace.tmp, workspace.home if played.interactive else None)
+    calls = plan(session, client, paths)
+    turns = turns_of(played.trace, session, paths) if played.interactive else []
+    final = session.final_text or "Done."
+    if played.segments is not None:
+        calls, turns, cut = truncated(calls, turns, played.segments)
+        final = cut or final
+    prompt = paths.text(played.prompt) if played.interactive else played.prompt
+    script = TraceScript(client, calls, session, paths, summaries=summaries_of(session),
+                         final_text=final, turns=turns)
     model_args = ("--model", MODEL_OF_CLIENT[client]) if client == CLAUDE_CODE else (
         "-m", MODEL_OF_CLIENT[client])
-    with ModelServer(script, context_window=CONTEXT_WINDOW[client]) as server:
-        run = run_client(client, server, workspace, prompt, tools=tools, timeout_s=timeout_s,
-                         extra_args=(*installed.extra_args, *model_args),
-                         extra_env=compaction_env(client, compact_window))
+    with ModelServer(script, context_window=CONTEXT_WINDOW[client],
+                     log_path=played.log_path) as server:
+        run = run_client_turns(client, server, workspace, [prompt, *(t.prompt for t in turns)],
+                               tools=tools, timeout_s=timeout_s,
+                               extra_args=(*installed.extra_args, *model_args),
+                               extra_env=compaction)
     status = ("timed out" if run.timed_out else "ok" if run.returncode == 0
               else f"exit {run.returncode}")
     counts = _Counts(counter or default_counter(), neutraliser(workspace, repo))
-    turns, row = measure(run, script, prompt, counts, models or default_cost_models().models)
+    measured_turns, row = measure(run, script, prompt, counts,
+                                  models or default_cost_models().models)
     row.update(session=name, client=client, client_version=VERSIONS[client],
                model=MODEL_OF_CLIENT[client], configuration=configuration, status=status,
                seconds=round(time.monotonic() - started, 1),
                installed_by=" && ".join(installed.commands),
                stderr_tail=_fixed(counts.neutralise, run.stderr[-2000:]),
                neutralised=json.dumps(dict(sorted(counts.neutralise.replaced.items()))),
-               planned_calls=len(script.calls))
-    for turn in turns:
+               planned_calls=len(script.calls), prompts_sent=1 + len(turns),
+               prompts_received=1 + script.prompts_received)
+    for turn in measured_turns:
         turn.update(session=name, client=client, configuration=configuration)
-    return Measured(name, client, configuration, status, row["seconds"], turns, row)
+    return Measured(name, client, configuration, status, row["seconds"], measured_turns, row)
 
 
 def run_all(repo: Path, *, quick: bool = False,
             configurations: Sequence[str] = SESSION_CONFIGURATIONS,
             say: Callable[[str], None] = lambda _m: None, root: Path = ROOT
             ) -> list[Measured]:
-    """Every trace with a workspace, in its own client, in every configuration."""
+    """Every trace with a workspace, in its own client, in every configuration; then
+    (not ``quick``) the corpus's interactive sessions with a workspace (:mod:`.corpus`)."""
     traces_dir = repo / "datasets" / "traces"
     tools = Tools.of_repo(repo)
     found = traces_with_workspaces(traces_dir, repo / "datasets" / "workspaces")
@@ -394,7 +474,35 @@ def run_all(repo: Path, *, quick: bool = False,
             raise RuntimeError(f"{root} is in use by another `osiris bench clients`: wait "
                                "for it to finish") from None
         _run_found(found, traces_dir, tools, configurations, say, root, counter, out, repo)
+        if not quick:
+            _run_corpus(corpus_sessions(repo / "datasets" / "corpus"), tools, configurations,
+                        say, root, counter, out, repo)
     return out
+
+
+def _run_corpus(found: list[CorpusSession], tools: Tools, configurations: Sequence[str],
+                say: Callable[[str], None], root: Path, counter: TokenCounter,
+                out: list[Measured], repo: Path) -> None:
+    """The corpus sessions with a workspace, in :data:`CORPUS_CONFIGURATIONS`; one row
+    for each replay-only session, so the note can name it."""
+    for entry in found:
+        if entry.tarball is None:
+            out.append(Measured(entry.name, entry.client, BARE, REPLAY_ONLY))
+            continue
+        missing = tools.missing([entry.client])
+        for configuration in configurations_of(entry.client, tuple(
+                c for c in configurations if c in CORPUS_CONFIGURATIONS)):
+            if missing:
+                out.append(Measured(entry.name, entry.client, configuration,
+                                    f"not installed: {tools.client(entry.client)} is missing "
+                                    "(run .ci/install-node-tools)"))
+                continue
+            say(f"clients: {entry.name} in {entry.client} ({configuration})")
+            measured = run_corpus_session(entry, configuration, tools=tools, repo=repo,
+                                          root=root, counter=counter)
+            say(f"clients: {measured.status} in {measured.seconds:.0f} s, "
+                f"{measured.row.get('cumulative_input_tokens', 0):,} tokens")
+            out.append(measured)
 
 
 def _run_found(found: list[tuple[Path, Path]], traces_dir: Path, tools: Tools,
@@ -472,6 +580,8 @@ def render(rows: list[dict[str, Any]]) -> str:
              "vs bare | cost | vs bare (cost) | tool results | head | needs kept | "
              "extra calls | failed calls | compactions | added ms per call |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    replay_only = sorted(r["session"] for r in rows if r["status"] == REPLAY_ONLY)
+    rows = [r for r in rows if r["status"] != REPLAY_ONLY]
     for r in rows:
         if not str(r["status"]).startswith(("ok", "exit", "timed")):
             lines.append(f"| {r['session']} | {r['client']} | {r['configuration']} | "
@@ -513,6 +623,7 @@ def render(rows: list[dict[str, Any]]) -> str:
               f"summaries, billed like any request); {refused} prompts were refused"
               + (f", in {'; '.join(needed)}: these sessions needed the refusal to compact."
                  if needed else ": no session needed the refusal."), "",
+              *_corpus_note(rows, replay_only),
               *shares(rows), "",
               "OSIRIS runs with all its routing (*osiris*, the default `[routing]`), with "
               "none (*osiris-observe*: its hooks only watch, as before routing), and with one "
@@ -531,6 +642,22 @@ def render(rows: list[dict[str, Any]]) -> str:
               "reach the window before the trace ends.",
               ""]
     return "\n".join(lines)
+
+
+def _corpus_note(rows: list[dict[str, Any]], replay_only: list[str]) -> list[str]:
+    """What the note says of the corpus's interactive sessions (:mod:`.corpus`)."""
+    played = sorted({r["session"] for r in rows if str(r["session"]).startswith("corpus/")})
+    if not played and not replay_only:
+        return []
+    text = ("The `corpus/` sessions are public interactive sessions (`datasets/corpus/`), "
+            "played prompt by prompt: each later typed prompt is sent once the client has "
+            "ended the turn before, and the model issues the calls the author's session "
+            "made after it; they run bare, with OSIRIS and with context-mode only (bench "
+            "time).")
+    if replay_only:
+        text += (" Without a workspace, replay only (not played here): "
+                 + ", ".join(f"`{name}`" for name in replay_only) + ".")
+    return [text, ""]
 
 
 def _compactions(row: Mapping[str, Any]) -> str:

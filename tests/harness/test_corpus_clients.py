@@ -1,0 +1,45 @@
+"""Which corpus sessions the real-client stage plays, and how it cuts them into turns
+(no client needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from osiris.harness.clients.corpus import corpus_sessions, truncated, turns_of
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX
+from osiris.harness.clients.trace_plan import PathMap, plan
+from osiris.harness.importers.traces import load_trace
+from osiris.harness.replay.workloads import session_from_trace
+from tests.conftest import REPO
+
+CORPUS = REPO / "datasets" / "corpus"
+
+
+def test_sessions_with_a_workspace_are_played_the_others_are_replay_only() -> None:
+    found = corpus_sessions(CORPUS)
+    assert {e.client for e in found} == {CLAUDE_CODE, CODEX}
+    sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
+    for entry in found:
+        line = next(x for x in sources.splitlines()
+                    if f"`{entry.path.parent.name}/{entry.path.name}`" in x)
+        assert (entry.tarball is None) == ("replay only" in line), entry.name
+    assert any(e.tarball is None for e in found) and any(e.tarball for e in found)
+
+
+def test_later_typed_prompts_become_turns_at_their_step(tmp_path: Path) -> None:
+    path = CORPUS / "claude-code" / "entire-cli-go.jsonl"
+    trace = load_trace(path)
+    session = session_from_trace(trace, "entire-cli-go", str(path))
+    paths = PathMap(str(trace.meta["cwd"]), tmp_path / "project", tmp_path / "tmp",
+                    tmp_path / "home")
+    turns = turns_of(trace, session, paths)
+    typed = [p for p in trace.user_prompts
+             if p.kind == "typed" and not p.opening and p.text.strip()]
+    assert [t.step for t in turns] == sorted({p.step for p in typed})
+    assert all(t.prompt.strip() and t.answer.strip() for t in turns)
+    assert str(trace.meta["cwd"]) not in "".join(t.prompt for t in turns)
+    calls = plan(session, CLAUDE_CODE, paths)
+    kept, first, answer = truncated(calls, turns, 2)
+    assert first == turns[:1] and answer == turns[1].answer
+    assert kept == [c for c in calls if c.step < turns[1].step] and kept
+    assert truncated(calls, turns, len(turns) + 1) == (calls, turns, None)
