@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
 from osiris.core.volatile import find_volatile
-from osiris.harness.importers.traces import Trace, find_traces, load_trace
+from osiris.harness.importers.traces import Trace, find_traces, load_trace, problem
 from osiris.harness.replay.metrics import add_net_gains, row_of
 from osiris.harness.replay.profiles import native_profile, profile
 from osiris.harness.replay.retrieval import query_for
@@ -328,16 +328,12 @@ def _one(path: Path, name: str, systems: list[ReplayBase], osiris: OsirisSystem,
     except OSError as exc:
         run.files_skipped.append({"path": name, "reason": f"unreadable: {exc.strerror}"})
         return None
-    if trace.format == "unknown":
-        run.files_skipped.append({"path": name, "reason": "not a transcript of a known "
-                                  "format (claude-code, codex-cli, mini-swe-agent, swe-agent)"})
-        return None
-    if not trace.steps:
-        reason = "no tool calls"
-        if trace.skipped:
-            reason += " (skipped: " + ", ".join(f"{k} {v}" for k, v in
-                                                sorted(trace.skipped.items())) + ")"
-        run.files_skipped.append({"path": name, "reason": reason, "format": trace.format})
+    reason = problem(trace)
+    if reason is not None:
+        skipped = {"path": name, "reason": reason}
+        if trace.format != "unknown":
+            skipped["format"] = trace.format
+        run.files_skipped.append(skipped)
         return None
     session = session_from_trace(trace, name, str(path))
     models = default_cost_models().models

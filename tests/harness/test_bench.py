@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -52,6 +53,10 @@ def test_quick_bench_writes_every_report(tmp_path: Path) -> None:
     assert json.loads(rows["dataset_hashes"][0])
     report = (tmp_path / "BENCHMARK.md").read_text()
     assert "## The seed's table, reproduced" in report
+    # A quick run replays the shortest public session, reported apart, in words.
+    corpus = report.split("## Sessions from many projects", 1)[1].split("\n## ", 1)[0]
+    assert "claude-code ccviewer-demo-1.0.108" in corpus
+    assert re.search(r"\d\.\d\d% (saved|more)|\bsame\b", corpus)
     assert (tmp_path / "sweep_net_gain.png").stat().st_size > 10_000
 
 

@@ -9,6 +9,7 @@ unless TEST_REQUIRE_NODE_TOOLS=1 (CI), where they fail.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -309,6 +310,17 @@ def test_measure_counts_every_request_of_a_run(tmp_path: Path) -> None:
     assert row["trace_calls"] == 3 and row["skipped_calls"] == 1
     assert row["needs_kept"] == 1 and row["needs_absent"] == 1
     assert [t["gap_ms"] is not None for t in turns] == [False, True, True, True]
+    # What the model wrote is billed: three calls' inputs and the final text.
+    assert [t["output_tokens"] > 0 for t in turns] == [True] * 4
+    assert row["output_tokens"] == sum(t["output_tokens"] for t in turns)
+    models = default_cost_models().models
+    unwritten = [dataclasses.replace(m, output_usd_per_mtok=0.0) for m in models]
+    _, inputs_only = measure(run, script, "go", counts, unwritten)
+    for model in models:
+        assert model.output_usd_per_mtok > 0
+        assert row[f"billed_cost_{model.name}"] == pytest.approx(
+            inputs_only[f"billed_cost_{model.name}"]
+            + model.output_cost(row["output_tokens"]), abs=1e-8)
 
 
 def test_the_clients_section_leads_the_report_and_is_replaced_in_place() -> None:

@@ -23,6 +23,9 @@ from osiris.harness.bench.context import BenchContext, Stage, StageResult
 from osiris.harness.replay.retrieval import RETRIEVAL_MODELS
 from osiris.harness.runmeta import new_run
 
+QUICK_CORPUS = ("ccviewer-demo",)
+"""The corpus session of a ``--quick`` run: the shortest (13 calls)."""
+
 
 def stage_secrets(ctx: BenchContext) -> StageResult:
     """Scrub every real trace output; report findings (false positives) and speed."""
@@ -88,6 +91,13 @@ def stage_benchmark(ctx: BenchContext) -> StageResult:
         rows += tokens.trace_rows(heldout, ctx.workdir, progress=ctx.say,
                                      extra=with_peers, client=ctx.client,
                                      retrievals=("visible",), workload="heldout")
+    corpus = ctx.repo / "datasets" / "corpus"
+    if corpus.is_dir():
+        # Public sessions of many projects, each source reported apart; visible retrieval
+        # only (the headline model), which keeps the stage within its time budget.
+        rows += tokens.trace_rows(corpus, ctx.workdir, only=QUICK_CORPUS if ctx.quick else (),
+                                  progress=ctx.say, extra=with_peers, client=ctx.client,
+                                  retrievals=("visible",), workload="corpus")
     rows += tokens.break_even_rows(
         traces, ctx.workdir, sizes=(100, 400) if ctx.quick else tokens.BREAK_EVEN_SIZES,
         progress=ctx.say)

@@ -229,7 +229,9 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         gap = (round((entry.received_s - max(answered[c] for c in fresh)) * 1000, 1)
                if kind == "agent" and fresh else None)
         action = entry.action or {}
+        written = action.get("text") if "text" in action else action.get("input")
         turns.append({"turn": index, "kind": kind, "prompt_tokens": tokens,
+                      "output_tokens": _written_tokens(counts.counter, written),
                       "tool_result_tokens": sum(counts(t)[1] for t, _ in results.values()),
                       "tool_results": len(results),
                       "cache_breakpoints": sum(1 for _, mark in pieces if mark),
@@ -247,6 +249,7 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         "side_requests": sum(t["kind"] == "side" for t in turns),
         "compaction_requests": sum(t["kind"] == "compaction" for t in turns),
         "cumulative_input_tokens": sum(t["prompt_tokens"] for t in turns),
+        "output_tokens": sum(t["output_tokens"] for t in turns),
         "final_prompt_tokens": turns[-1]["prompt_tokens"] if turns else 0,
         "peak_prompt_tokens": max((t["prompt_tokens"] for t in turns), default=0),
         "first_prompt_tokens": turns[0]["prompt_tokens"] if turns else 0,
@@ -276,7 +279,10 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
                    mcp_tools_deferred=head.mcp_tools_deferred)
     for model in models:
         billed = simulate(prompts, model)
-        row[f"billed_cost_{model.name}"] = round(sum(t.cost_usd for t in billed), 8)
+        # What the model wrote is billed too (compaction summaries included): the same
+        # in every configuration but for retrievals, so it narrows a relative gain.
+        row[f"billed_cost_{model.name}"] = round(
+            sum(t.cost_usd for t in billed) + model.output_cost(row["output_tokens"]), 8)
         row[f"cache_read_tokens_{model.name}"] = sum(t.cache_read_tokens for t in billed)
     row["cost_model_version"] = models[0].version if models else ""
     return turns, row
@@ -323,6 +329,15 @@ def compaction_env(client: str, window: int | None = None,
     if percent is not None:
         env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = str(percent)
     return env
+
+
+def _written_tokens(counter: TokenCounter, written: Any) -> int:
+    """Tokens of what the scripted model answered (a call's input or a text), counted as
+    its input is."""
+    if written is None:
+        return 0
+    text = written if isinstance(written, str) else json.dumps(written, ensure_ascii=False)
+    return counter.count(text)
 
 
 def client_of(trace_rel: Path) -> str | None:

@@ -44,6 +44,30 @@ class Compaction:
     """The text the client put in place of the history ("" if not logged)."""
 
 
+@dataclass(frozen=True)
+class UserPrompt:
+    """One user message of a session, and where it falls among the tool calls.
+
+    Interactive sessions hold many: the real-client stage plays them one by one, and the
+    replay puts each in the history where the user sent it."""
+
+    step: int
+    """It came before ``steps[step]`` (``len(steps)``: after the last call)."""
+    text: str
+    """The message as the model received it."""
+    kind: str = "typed"
+    """``typed`` (the user wrote it), ``command`` (a slash command the user ran, as Claude
+    Code logs it: ``<command-name>``…) or ``client`` (written by the client for the user:
+    attached files, a local command's output, environment context, AGENTS.md, an
+    interruption or task notice)."""
+    opening: bool = False
+    """Sent before the model's first response (the opening of the session; what the
+    replay takes of it is :attr:`Trace.task_prompt`)."""
+
+
+PROMPT_KINDS = ("typed", "command", "client")
+
+
 @dataclass
 class Trace:
     """One imported session."""
@@ -68,6 +92,22 @@ class Trace:
     compactions: list[Compaction] = field(default_factory=list)
     companions: list[str] = field(default_factory=list)
     """Files beside the transcript the task prompt was built from (provenance)."""
+    user_prompts: list[UserPrompt] = field(default_factory=list)
+    """Every user message the log holds, in order, the opening ones included ([] for logs
+    that do not carry them: stream-json, ``exec --json``)."""
+    subagents: list[Trace] = field(default_factory=list)
+    """Sub-agents' own conversations (Claude Code ``Task``/``Agent``), each a trace of its
+    own: a separate context the main agent never saw (its ``meta["parent_call_id"]`` names
+    the call that started it)."""
+    first_skipped_line: dict[str, int] = field(default_factory=dict)
+    """The line (1-based) of the first record skipped for each reason of :attr:`skipped`."""
+    line: int = 0
+    """The line being read (while importing), for :meth:`skip`."""
+
+    def skip(self, reason: str) -> None:
+        """Count a record the importer could not use, and remember where the first was."""
+        self.skipped[reason] += 1
+        self.first_skipped_line.setdefault(reason, self.line)
 
     def later_text(self, step_index: int) -> str:
         """Everything the agent wrote after receiving step ``step_index``'s output."""
@@ -77,16 +117,18 @@ class Trace:
 
 
 def json_lines(text: str, trace: Trace) -> Iterable[dict[str, Any]]:
-    for line in text.splitlines():
+    """Each JSON object of a JSONL text; ``trace.line`` says which line it is."""
+    for number, line in enumerate(text.splitlines(), 1):
+        trace.line = number
         if not line.strip():
             continue
         try:
             event = json.loads(line)
         except ValueError:
-            trace.skipped["malformed_line"] += 1
+            trace.skip("malformed_line")
             continue
         if not isinstance(event, dict):
-            trace.skipped["malformed_line"] += 1
+            trace.skip("malformed_line")
             continue
         yield event
 

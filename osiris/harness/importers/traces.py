@@ -42,11 +42,17 @@ from typing import Any
 
 from osiris.harness.importers.claude_code import import_claude_code
 from osiris.harness.importers.codex import import_codex
-from osiris.harness.importers.records import Compaction, Trace, TraceStep, block_text
+from osiris.harness.importers.records import (
+    Compaction,
+    Trace,
+    TraceStep,
+    UserPrompt,
+    block_text,
+)
 from osiris.harness.importers.task_prompts import companion_task_prompt, is_companion
 
-__all__ = ["FORMATS", "Compaction", "Trace", "TraceStep", "detect_format", "find_traces",
-           "load_trace"]
+__all__ = ["FORMATS", "KNOWN_VERSIONS", "Compaction", "Trace", "TraceStep", "UserPrompt",
+           "detect_format", "find_traces", "head_lines", "load_trace", "problem"]
 
 FORMATS = ("claude-code", "codex-cli", "mini-swe-agent", "swe-agent")
 
@@ -56,15 +62,55 @@ _JSONL_MARKERS = (
                    '"response_item"')),
     ("claude-code", ('"system"', '"assistant"', '"user"', '"summary"', '"sessionId"')),
 )
+_RECORD_TYPES = {
+    "codex-cli": frozenset({"thread.started", "turn.started", "turn.completed", "item.started",
+                            "item.updated", "item.completed", "session_meta", "response_item",
+                            "event_msg", "turn_context", "compacted", "world_state",
+                            "token_usage_record"}),
+    "claude-code": frozenset({"system", "assistant", "user", "result", "summary",
+                              "file-history-snapshot", "queue-operation", "progress",
+                              "custom-title", "agent-name", "last-prompt"}),
+}
+"""The record types of each JSONL format (its first records are enough to tell)."""
+KNOWN_VERSIONS = {"claude-code": ("Claude Code", "1.0", "2.1"),
+                  "codex-cli": ("Codex CLI", "0.114", "0.169")}
+"""The client versions whose files the importers were built and tested on."""
+_HEAD_LINES = 8
+
+
+def head_lines(text: str, count: int = _HEAD_LINES) -> list[str]:
+    """The first ``count`` non-empty lines of ``text``, whole (a Codex rollout's first
+    record alone holds ~22,000 characters of instructions)."""
+    lines: list[str] = []
+    start = 0
+    while len(lines) < count and start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            lines.append(text[start:end])
+        start = end + 1
+    return lines
 
 
 def detect_format(path: Path, head: str) -> str | None:
-    """Guess a transcript's format from its first characters."""
+    """Guess a transcript's format from its first lines (whole lines: see
+    :func:`head_lines`)."""
     stripped = head.lstrip()
-    if stripped.startswith("{") and "\n" in stripped:
-        # A session file may open with bookkeeping lines (Claude Code's
-        # file-history-snapshot, queue-operation): look at the first few.
-        for line in stripped.split("\n")[:8]:
+    if stripped.startswith("{"):
+        # JSONL: the type of the first records says which client wrote it (a one-line
+        # file too). A session file may open with bookkeeping lines (Claude Code's
+        # file-history-snapshot, queue-operation), so look at the first few.
+        for line in head_lines(stripped):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                for fmt, types in _RECORD_TYPES.items():
+                    if record.get("type") in types:
+                        return fmt
+    if stripped.startswith("{") and "\n" in stripped.rstrip("\n"):
+        for line in stripped.split("\n")[:_HEAD_LINES]:
             for fmt, markers in _JSONL_MARKERS:
                 if any(m in line for m in markers):
                     return fmt
@@ -81,12 +127,13 @@ def load_trace(path: Path, fmt: str | None = None) -> Trace:
     """Import one transcript file (format detected when not given)."""
     raw = path.read_bytes()
     text = raw.decode("utf-8", errors="replace")
-    fmt = fmt or detect_format(path, text[:20000])
+    fmt = fmt or detect_format(path, "\n".join(head_lines(text)) + "\n")
     importers = {"claude-code": import_claude_code, "codex-cli": import_codex,
                  "mini-swe-agent": _mini, "swe-agent": _swe}
     if fmt not in importers:
         trace = Trace(source=str(path), format="unknown")
         trace.skipped["unknown_format"] += 1
+        trace.meta["seen"] = _what_it_opens_with(text)
         return trace
     trace = importers[fmt](path, text)
     if trace.task_prompt:
@@ -99,6 +146,62 @@ def load_trace(path: Path, fmt: str | None = None) -> Trace:
             trace.task_prompt_source = "prompt.txt"
             trace.companions = [str(f) for f in files]
     return trace
+
+
+def _what_it_opens_with(text: str) -> str:
+    """What the first line of a file no importer recognised holds, for the user."""
+    lines = head_lines(text, 1)
+    if not lines:
+        return "the file is empty"
+    first = lines[0].strip()
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return f"line 1 is not JSON ({first[:60]!r})"
+    if isinstance(record, dict):
+        keys = ", ".join(sorted(record)[:8])
+        kind = f" of type {record['type']!r}" if "type" in record else ""
+        return f"line 1 is a JSON object{kind} (keys: {keys})"
+    return f"line 1 is JSON but not an object ({type(record).__name__})"
+
+
+def problem(trace: Trace) -> str | None:
+    """Why ``trace`` gives nothing to replay, said so that its owner can act (the format
+    expected, the record that failed, the version seen), or None when it has steps."""
+    if trace.format == "unknown":
+        return (f"not a transcript of a known format: {trace.meta.get('seen', '?')}; "
+                "expected a Claude Code session file (~/.claude/projects/*/*.jsonl, records "
+                "of type user/assistant) or stream-json log, a Codex rollout "
+                "(~/.codex/sessions/**/rollout-*.jsonl, records of type session_meta/"
+                "response_item) or exec --json log, a mini-swe-agent .traj.json or a "
+                "SWE-agent .traj")
+    if trace.steps:
+        return None
+    label, low, high = KNOWN_VERSIONS.get(trace.format, (trace.format, "", ""))
+    version = trace.meta.get("client_version")
+    parts = [f"no tool calls in this {label} transcript"]
+    if version:
+        parts.append(f"recorded by {label} {version}")
+        if low and not _version_within(str(version), low, high):
+            parts.append(f"outside the versions this importer knows ({low} to {high}): "
+                         "its records may have changed")
+    if trace.skipped:
+        parts.append("records skipped: " + ", ".join(
+            f"{reason} ×{count} (first at line {trace.first_skipped_line.get(reason, '?')})"
+            for reason, count in sorted(trace.skipped.items())))
+    elif not version:
+        parts.append("every record was read; the session made no tool call")
+    return "; ".join(parts)
+
+
+def _version_within(version: str, low: str, high: str) -> bool:
+    """Whether ``version`` (``2.1.81``) is within ``low``–``high`` by major.minor."""
+    def key(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in re.findall(r"\d+", text)[:2])
+    try:
+        return key(low) <= key(version) <= key(high)
+    except ValueError:
+        return False
 
 
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)```", re.DOTALL)
@@ -200,14 +303,23 @@ def _swe_task(trace: Trace, history: list[Any]) -> None:
     trace.demonstration = "\n\n".join(demo)
 
 
+NOT_TRANSCRIPT_DIRS = frozenset({"licenses", "workspaces"})
+"""Folders beside transcripts that hold none: licence texts and workspace tarballs
+(``datasets/corpus/``)."""
+_ARCHIVES = (".gz", ".tgz", ".zip", ".tar", ".xz", ".zst")
+
+
 def find_traces(root: Path) -> list[Path]:
     """Transcript files under ``root`` (sorted; provenance files, the ``prompt.txt``
-    beside a log and the documents it includes are not transcripts)."""
+    beside a log and the documents it includes, licence texts and workspace archives
+    are not transcripts)."""
     found = []
     for path in sorted(root.rglob("*")):
         if not path.is_file() or path.suffix in (".md", ".py") or path.name.startswith("."):
             continue
-        if is_companion(path.relative_to(root)):
+        relative = path.relative_to(root)
+        if is_companion(relative) or path.name.lower().endswith(_ARCHIVES) \
+                or NOT_TRANSCRIPT_DIRS & set(relative.parts[:-1]) or path.name == "MANIFEST.txt":
             continue
         found.append(path)
     return found

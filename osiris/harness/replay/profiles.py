@@ -163,11 +163,19 @@ def _codex_shaper() -> Callable[[Step], str]:
 
     def shape(step: Step) -> str:
         data = step.output.encode("utf-8")
-        if len(data) <= whole:
+        limit, keep_head, keep_tail = whole, head, tail
+        asked = step.args.get("max_output_tokens")
+        if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
+            # A rollout's exec_command names its own cap (Codex keeps that many tokens,
+            # counted as 4 bytes each, head and tail): the output as logged is already
+            # what the model got, and the default cut would take more than Codex did.
+            limit = max(whole, 4 * asked)
+            keep_head = keep_tail = limit // 2
+        if len(data) <= limit:
             return step.output
         lines = step.output.count("\n") + 1
-        first = data[:head].decode("utf-8", "ignore")
-        last = data[-tail:].decode("utf-8", "ignore")
+        first = data[:keep_head].decode("utf-8", "ignore")
+        last = data[-keep_tail:].decode("utf-8", "ignore")
         return (f"Warning: truncated output (original token count: {len(data) // 4})\n"
                 f"Total output lines: {lines}\n\n{first}"
                 f"…{len(step.output) - len(first) - len(last)} chars truncated…{last}")
@@ -209,7 +217,10 @@ def profile(name: str) -> ClientProfile:
     if name == "codex":
         return ClientProfile(
             name, f"Codex CLI {version}", head_tokens=head_tokens(name), head_how=how,
-            window_tokens=272_000, compact_at_tokens=None, summary_tokens=3_500,
+            # Codex 0.169.0's model catalogue leaves auto_compact_token_limit null, so it
+            # compacts at 90% of the 272,000-token window; the public 0.140 to 0.142 rollouts
+            # compacted just before (229k to 241k tokens reported by the provider).
+            window_tokens=272_000, compact_at_tokens=244_800, summary_tokens=3_500,
             evicts=False, osiris_routing=frozenset({"observe-hooks", "shell"}),
             osiris_head_tokens=delta_tokens(name, "osiris"), shaper=_codex_shaper(),
             notes=("shell output over about 10,000 bytes keeps 5,000 bytes of head and of "
@@ -217,7 +228,8 @@ def profile(name: str) -> ClientProfile:
                    "osiris install codex writes the MCP server entry and hooks: a large "
                    "shell output is replaced after it ran by its preview and ref, from the "
                    "record Codex keeps of it (whole up to 64 KiB, head and tail beyond)",
-                   "no compaction in the bundled Codex logs: not modelled"))
+                   "it compacts past 244,800 tokens (90% of its window), as its rollouts "
+                   "show; the bundled exec --json logs never get there"))
     if name == "agent-loop":
         return ClientProfile(
             name, "an agent loop that owns its history (mini-swe-agent style)",

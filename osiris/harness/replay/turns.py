@@ -385,7 +385,12 @@ class ReplayBase(ABC):
         records: list[StepRecord] = []
         kept: dict[int, Item] = {}
         logged = [c.summary for c in session.compactions if c.summary]
+        # An interactive session's later prompts enter the history where the user sent
+        # them (every system alike: no system can take them out).
+        later = session.later_prompts()
         for step in session.steps:
+            for text in later.get(step.i, []):
+                ctx.add("user", text, step.i)
             found.update(self._needs_due(session, step.i, pending, ctx))
             ctx.turn()
             if step.agent_text:
@@ -402,6 +407,8 @@ class ReplayBase(ABC):
             if self.compacts_after(session, step, ctx):
                 ctx.compact(self._summary(ctx, logged, counting), step.i)
                 self.after_compaction(step, ctx)
+        for text in later.get(len(session.steps), []):
+            ctx.add("user", text, len(session.steps))
         found.update(self._needs_due(session, len(session.steps), pending, ctx))
         if session.final_text:
             ctx.add("text", session.final_text, len(session.steps))

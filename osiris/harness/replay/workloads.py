@@ -63,11 +63,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from osiris.core.tokens import TokenCounter
-from osiris.harness.importers.traces import Compaction, Trace, find_traces, load_trace
+from osiris.harness.importers.traces import (
+    Compaction,
+    Trace,
+    UserPrompt,
+    find_traces,
+    load_trace,
+)
 from osiris.harness.runmeta import file_sha256
 
 __all__ = ["CLIENTS", "NEED_KINDS", "SWEEP_SIZES", "SYSTEM_PROMPT", "Compaction", "Need",
-           "NeedCounts", "Session", "Step", "SweepWorkload", "TraceWorkload", "Workload",
+           "NeedCounts", "Session", "Step", "SweepWorkload", "TraceWorkload", "UserPrompt",
+           "Workload",
            "dataset_hashes", "derive_trace_needs", "edit_anchor_lines",
            "first_call_prompt_tokens", "need_kind", "session_from_trace", "sweep_needs"]
 
@@ -163,11 +170,23 @@ class Session:
     """Needs removed by rules 3 and 4 of the module docstring, by reason."""
     moved_needs: dict[str, int] = field(default_factory=dict)
     """Needs whose use moved to a later step by rule 4, by reason."""
+    user_prompts: list[UserPrompt] = field(default_factory=list)
+    """Every user message of the log, the opening ones included, each with the step it
+    came before (:class:`~osiris.harness.importers.records.UserPrompt`)."""
 
     @property
     def needs(self) -> list[tuple[int, Need]]:
         """Every need with the index of the step that produced it."""
         return [(s.i, n) for s in self.steps for n in s.needs]
+
+    def later_prompts(self) -> dict[int, list[str]]:
+        """The user's messages after the opening (which :attr:`task_prompt` holds), by the
+        step they came before: what the replay adds to the history as the user sent it."""
+        by_step: dict[int, list[str]] = {}
+        for prompt in self.user_prompts:
+            if not prompt.opening and prompt.text.strip():
+                by_step.setdefault(prompt.step, []).append(prompt.text)
+        return by_step
 
 
 class Workload(Protocol):
@@ -320,9 +339,11 @@ def session_from_trace(trace: Trace, name: str, source: str) -> Session:
         sources=(source, *trace.companions), client=CLIENTS.get(trace.format, trace.format),
         task_prompt=trace.task_prompt, task_prompt_provider_tokens=provider,
         task_prompt_source=trace.task_prompt_source or ("usage" if provider else ""),
-        demonstration=trace.demonstration, compactions=list(trace.compactions))
+        demonstration=trace.demonstration, compactions=list(trace.compactions),
+        user_prompts=list(trace.user_prompts))
     counts = derive_trace_needs(steps, trace.task_prompt, final,
-                                system_prompt=trace.system_prompt or "")
+                                system_prompt=trace.system_prompt or "",
+                                user_texts=session.later_prompts())
     session.dropped_needs, session.moved_needs = counts.dropped, counts.moved
     return session
 
@@ -360,9 +381,12 @@ class _Candidate:
 
 
 def derive_trace_needs(steps: list[Step], task: str, final_text: str, *,
-                       system_prompt: str = "") -> NeedCounts:
+                       system_prompt: str = "",
+                       user_texts: dict[int, list[str]] | None = None) -> NeedCounts:
     """Fill ``step.needs`` by the rule of the module docstring; ``task`` is the task
-    prompt, ``system_prompt`` what the agent saw before it."""
+    prompt, ``system_prompt`` what the agent saw before it, ``user_texts`` the user's
+    later messages by the step they came before."""
+    user_texts = user_texts or {}
     uses = [s.agent_text + "\n" + json.dumps(s.args, ensure_ascii=False) for s in steps]
     uses.append(final_text)
     responses = [s.response for s in steps] + [-2]  # the final text answers everything
@@ -370,6 +394,7 @@ def derive_trace_needs(steps: list[Step], task: str, final_text: str, *,
     moved: Counter[str] = Counter()
     seen_parts = [system_prompt]
     for index, step in enumerate(steps):
+        seen_parts += user_texts.get(index, [])
         seen_parts.append(uses[index])  # the call itself is written before its output
         seen = "\n".join(seen_parts)
         candidates = []

@@ -410,21 +410,26 @@ def block_dashboard(reports: Reports) -> str:
 
 def block_clients(reports: Reports) -> str:
     """The real Claude Code and Codex running the traces, per configuration."""
-    from osiris.harness.clients import sessions
+    from osiris.harness.clients.configs import SESSION_CONFIGURATIONS
     from osiris.harness.clients.run import VERSIONS
+    from osiris.harness.reports.bill import bill_tables
 
     rows = reports.rows("clients_sessions")
-    table = sessions.pooled(rows)
-    if len(table) <= 2:
+    table = bill_tables(rows, SESSION_CONFIGURATIONS)
+    if not table:
         return ("The real-client stage (`osiris bench clients`) has not run into these "
                 "reports.\n")
     versions = ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
-    lines = [f"The tielec traces run again inside the real clients ({versions}, offline "
-             "against a scripted model that issues each trace's calls in its workspace and "
-             "retrieves lost needs with the client's own tools); every figure counted from "
-             "the requests the client sent. *osiris* has every routing feature on (the "
-             "default), *osiris-observe* none (its hooks only watch), *osiris-read* and "
-             "*osiris-shell* one each:", "", *table, ""]
+    lines = [f"Real sessions run again inside the real clients ({versions}), offline "
+             "against a scripted model that issues each session's calls in its workspace "
+             "and retrieves what the prompt lost with the client's own tools; every figure "
+             "is counted from the requests the client sent, and billed as the provider "
+             "bills them (cache writes and reads, compaction requests included). "
+             "*Saved*: OSIRIS or a peer costs or sends less than the bare client; "
+             "*more*: it costs or sends more. *osiris* has every routing feature on "
+             "(the default), *osiris-observe* none (its hooks only watch), *osiris-read* "
+             "and *osiris-shell* one each; *context-mode* is a peer tool, installed as its "
+             "README says:", "", *table]
     lines += _clients_findings(rows, reports.rows("clients_turns"))
     return "\n".join(lines) + "\n"
 

@@ -10,9 +10,12 @@ run to run.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from osiris.harness.reports.bill import saved
 
 SEED = {200: (1583, 2687, 1651, -4.30, "bystander", 34),
         800: (3851, 3755, 3261, 15.32, "light", 1810),
@@ -53,13 +56,17 @@ def systems_in(rows: list[dict[str, Any]], workload: str) -> list[str]:
     return [s for s in SYSTEMS if s in present] + sorted(present - set(SYSTEMS))
 
 
+_TRANSCRIPT_SUFFIX = re.compile(r"\.(?:traj\.json|traj|jsonl|json|txt)$")
+
+
 def short_name(session: str) -> str:
-    """``claude-code issue-121/07_documentation`` from a trace's relative path."""
+    """``claude-code issue-121/07_documentation`` from a trace's relative path
+    (``claude-code strato`` for ``claude-code/strato.jsonl`` of the corpus)."""
     parts = session.split("/")
     agent = parts[0].split("__")[0]
     if len(parts) >= 3 and parts[1].startswith("issue-"):
         return f"{agent} {parts[1]}/{parts[2]}"
-    return f"{agent} {parts[-1].split('.')[0]}"
+    return f"{agent} {_TRANSCRIPT_SUFFIX.sub('', parts[-1])}"
 
 
 #: Each client's billed cost is read under the cost model of its provider.
@@ -113,44 +120,96 @@ def session_median(rows: list[dict[str, Any]], system: str) -> float | None:
                     and r["net_gain_cumulative_input_tokens"] is not None])
 
 
+def worst_session(rows: list[dict[str, Any]], system: str) -> tuple[str, float] | None:
+    """The session where ``system`` does worst against the bare client (its lowest net
+    gain on cumulative input), with that gain; None without sessions."""
+    scored = [(r["net_gain_cumulative_input_tokens"], r["session"]) for r in rows
+              if r["system"] == system and r["net_gain_cumulative_input_tokens"] is not None]
+    if not scored:
+        return None
+    gain, session = min(scored)
+    return session, gain
+
+
+def _worst(rows: list[dict[str, Any]], system: str) -> str:
+    found = worst_session(rows, system)
+    return "—" if found is None else f"{saved(found[1])} ({short_name(found[0])})"
+
+
 def _ordered(systems: set[str]) -> list[str]:
     return [s for s in SYSTEMS if s in systems] + sorted(systems - set(SYSTEMS))
 
 
-def client_table(rows: list[dict[str, Any]], client: str) -> list[str]:
-    """One client's sessions (one table per source), visible retrieval: pooled and the
-    per-session median against the bare client, billed cost under the client's own
-    provider model, needs kept, extra calls, compactions."""
-    model = CLIENT_COST_MODEL.get(client, "anthropic-5m")
-    chosen = [r for r in select_rows(rows, "traces") if r.get("client") == client]
+def client_table(rows: list[dict[str, Any]], client: str,
+                 workload: str = "traces") -> list[str]:
+    """One client's sessions of ``workload`` (one table per source), visible retrieval:
+    pooled, the median session and the worst session against the bare client, billed
+    cost under the client's own provider model, needs kept, extra calls, compactions."""
+    chosen = [r for r in select_rows(rows, workload) if r.get("client") == client]
     lines: list[str] = []
     for source in sorted({source_of(r["session"]) for r in chosen}):
         part = [r for r in chosen if source_of(r["session"]) == source]
-        totals = _pool(part)
-        base = totals.get("client-native")
-        sessions = sorted({r["session"] for r in part})
-        lines += [f"**{source}** ({len(sessions)} session{'s' if len(sessions) > 1 else ''}; "
-                  f"billed under {model})", "",
-                  "| system | cumulative input | vs bare client | median per session | "
-                  "cost | vs bare client (cost) | needs kept | extra calls | compactions |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for system in _ordered(set(totals)):
-            t = totals[system]
-            gain = 1 - t["cumulative"] / base["cumulative"] if base else None
-            cost_gain = 1 - t[model] / base[model] if base and base[model] else None
-            median = session_median(part, system)
-            name = "client-native (the bare client)" if system == "client-native" else system
-            lines.append(f"| {name} | {_n(t['cumulative'])} | {_pct(gain)} | {_pct(median)} | "
-                         f"{_usd(t[model])} | {_pct(cost_gain)} | "
-                         f"{int(t['found'])}/{int(t['needs'])} | {int(t['extra_calls'])} | "
-                         f"{int(t['compactions'])} |")
-        osiris = totals.get("osiris-adaptive")
-        if osiris and base and osiris["cumulative"] > base["cumulative"]:
-            lines.append("")
-            lines.append(f"OSIRIS loses here: it re-sends "
-                         f"{_pct(osiris['cumulative'] / base['cumulative'] - 1)} more than the "
-                         "bare client.")
+        lines += source_table(part, client, source)
+    return lines
+
+
+def source_table(part: list[dict[str, Any]], client: str, source: str) -> list[str]:
+    """The sessions of one source inside one client, each system against the bare client
+    (*saved*: it sends less; *more*: it sends more)."""
+    model = CLIENT_COST_MODEL.get(client, "anthropic-5m")
+    totals = _pool(part)
+    base = totals.get("client-native")
+    sessions = sorted({r["session"] for r in part})
+    lines = [f"**{source}** ({len(sessions)} session{'s' if len(sessions) > 1 else ''}; "
+             f"billed under {model})", "",
+             "| system | cumulative input | pooled vs bare client | median session | "
+             "worst session | cost | cost vs bare client | needs kept | extra calls | "
+             "compactions |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for system in _ordered(set(totals)):
+        t = totals[system]
+        gain = 1 - t["cumulative"] / base["cumulative"] if base else None
+        cost_gain = 1 - t[model] / base[model] if base and base[model] else None
+        if system == "client-native":
+            name, cells = "client-native (the bare client)", ["baseline"] * 3
+            cost_cell = "baseline"
+        else:
+            name = system
+            cells = [saved(gain), saved(session_median(part, system)), _worst(part, system)]
+            cost_cell = saved(cost_gain)
+        lines.append(f"| {name} | {_n(t['cumulative'])} | {' | '.join(cells)} | "
+                     f"{_usd(t[model])} | {cost_cell} | "
+                     f"{int(t['found'])}/{int(t['needs'])} | {int(t['extra_calls'])} | "
+                     f"{int(t['compactions'])} |")
+    osiris = totals.get("osiris-adaptive")
+    if osiris and base and osiris["cumulative"] > base["cumulative"]:
         lines.append("")
+        lines.append(f"OSIRIS loses here: it re-sends "
+                     f"{saved(1 - osiris['cumulative'] / base['cumulative'])} than the "
+                     "bare client.")
+    lines.append("")
+    return lines
+
+
+def corpus_section(rows: list[dict[str, Any]]) -> list[str]:
+    """The public sessions of many projects (``datasets/corpus/``), each client apart:
+    the pooled figures, the spread over sessions, and every session."""
+    corpus = select_rows(rows, "corpus")
+    if not corpus:
+        return ["No corpus sessions in this run (`datasets/corpus/` is absent)."]
+    lines = ["Real sessions that their authors committed to public repositories "
+             "(`datasets/corpus/SOURCES.md`: several projects, Claude Code 1.0 to 2.1 and "
+             "Codex 0.140 to 0.142, interactive: every later user prompt enters the history "
+             "where it was sent), each replayed inside its own client as above, visible "
+             "retrieval only. Sub-agents' own conversations are not replayed (their calls "
+             "are counted in `SOURCES.md`). *Saved*: the system re-sends less than the bare "
+             "client; *more*: it re-sends more.", ""]
+    for client in CLIENT_ORDER:
+        part = [r for r in corpus if r.get("client") == client]
+        if part:
+            lines += [f"### Inside {client}", "", *source_table(part, client, "corpus")]
+    lines += ["Every corpus session (cumulative input, and against the bare client):", "",
+              *session_table(corpus)]
     return lines
 
 
@@ -272,22 +331,29 @@ def sweep_tables(rows: list[dict[str, Any]]) -> list[str]:
 
 def trace_tables(rows: list[dict[str, Any]]) -> list[str]:
     """Per-session figures of the real traces (visible retrieval, each in its client)."""
-    traces = select_rows(rows, "traces")
-    sessions = sorted({r["session"] for r in traces})
-    by = {(r["session"], r["system"]): r for r in traces}
-    systems = _ordered({r["system"] for r in traces})
+    return session_table(select_rows(rows, "traces"))
+
+
+def session_table(chosen: list[dict[str, Any]]) -> list[str]:
+    """One line per session: each system's cumulative input, and against the bare client
+    (*saved* / *more*)."""
+    by = {(r["session"], r["system"]): r for r in chosen}
+    systems = _ordered({r["system"] for r in chosen})
     lines = ["| session | client | steps | needs | " + " | ".join(systems) + " |",
              "|---|---|---|---|" + "---|" * len(systems)]
-    for session in sessions:
+    for session in sorted({r["session"] for r in chosen}):
         base = by.get((session, "client-native")) or by.get((session, "raw"))
         if base is None:
             continue
         cells = []
         for system in systems:
             row = by.get((session, system))
-            cells.append("—" if row is None else
-                         f"{_n(row['cumulative_input_tokens'])} "
-                         f"({_pct(row['net_gain_cumulative_input_tokens'])})")
+            if row is None:
+                cells.append("—")
+                continue
+            against = ("baseline" if system == "client-native"
+                       else saved(row["net_gain_cumulative_input_tokens"]))
+            cells.append(f"{_n(row['cumulative_input_tokens'])} ({against})")
         lines.append(f"| {short_name(session)} | {base.get('client', '')} | {base['steps']} | "
                      f"{base['needs_total']} | " + " | ".join(cells) + " |")
     return lines
@@ -461,6 +527,10 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
         "## Real sessions inside their clients (visible retrieval)",
         "",
         *client_sections,
+        "## Sessions from many projects (`datasets/corpus/`)",
+        "",
+        *corpus_section(rows),
+        "",
         "## Needs preserved by kind (visible retrieval)",
         "",
         "Paths, identifiers and numbers a later call used, and edit anchors (the lines of an "
