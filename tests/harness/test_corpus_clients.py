@@ -43,3 +43,33 @@ def test_later_typed_prompts_become_turns_at_their_step(tmp_path: Path) -> None:
     assert first == turns[:1] and answer == turns[1].answer
     assert kept == [c for c in calls if c.step < turns[1].step] and kept
     assert truncated(calls, turns, len(turns) + 1) == (calls, turns, None)
+
+
+def _row(session: str, configuration: str, **extra: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "session": session, "client": CLAUDE_CODE, "configuration": configuration,
+        "status": "ok", "requests": 10, "cumulative_input_tokens": 1000,
+        "billed_cost_anthropic-5m": 0.01, "tool_result_tokens": 100, "head_tokens": 50,
+        "needs_total": 1, "needs_kept": 1, "needs_retrieved": 0, "extra_calls": 0,
+        "failed_calls": 0, "compactions": 1, "reactive_compactions": 0,
+        "compaction_requests": 1, "refused_requests": 0, "needed_refusal": False,
+        "first_prompt_tokens": 20, "neutralised": "{}"}
+    row.update(extra)
+    return row
+
+
+def test_the_note_names_sessions_that_needed_a_refusal_and_replay_only_ones() -> None:
+    from osiris.harness.clients.sessions import REPLAY_ONLY, render
+
+    rows = [_row("corpus/claude-code/a", "bare"),
+            _row("corpus/claude-code/a", "osiris", compactions=0, reactive_compactions=1,
+                 refused_requests=1, needed_refusal=True),
+            {"session": "corpus/claude-code/b", "client": CLAUDE_CODE,
+             "configuration": "bare", "status": REPLAY_ONLY}]
+    text = render(rows)
+    assert "1 prompts were refused, in corpus/claude-code/a (osiris)" in text
+    assert "0 + 1 after a refusal" in text  # the osiris row's compactions cell
+    assert "replay only (not played here): `corpus/claude-code/b`" in text
+    assert "| corpus/claude-code/b |" not in text
+    calm = render(rows[:1])
+    assert "no session needed the refusal" in calm

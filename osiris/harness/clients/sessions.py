@@ -4,7 +4,11 @@ Each tielec trace with a workspace (``datasets/workspaces/``) runs in the client
 produced it (Claude Code traces in Claude Code 2.1.328, Codex traces in Codex 0.169.0),
 once per configuration (:mod:`.configs`: the bare client, OSIRIS installed by ``osiris
 install``, context-mode installed its own way), the model played by
-:class:`~osiris.harness.clients.trace_script.TraceScript`. Everything is measured from
+:class:`~osiris.harness.clients.trace_script.TraceScript`; then the public interactive
+sessions of ``datasets/corpus/`` that have a workspace, prompt by prompt (:mod:`.corpus`).
+Both clients compact on their own before the model's window, as a user's do
+(:data:`AUTO_COMPACT_WINDOW`); the scripted model's refusal over the window is a
+backstop that a row reports (``needed_refusal``). Everything is measured from
 the request bodies the client sent (:func:`measure`):
 
 * tokens of every prompt (system, tool definitions, messages; cl100k after
