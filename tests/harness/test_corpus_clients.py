@@ -73,3 +73,18 @@ def test_the_note_names_sessions_that_needed_a_refusal_and_replay_only_ones() ->
     assert "| corpus/claude-code/b |" not in text
     calm = render(rows[:1])
     assert "no session needed the refusal" in calm
+
+
+def test_pooled_totals_keep_the_corpus_apart_from_the_bundled_traces() -> None:
+    """The corpus runs fewer configurations: its sessions are pooled on their own, so
+    they count in the table instead of falling out of 'every configuration ran'."""
+    from osiris.harness.clients.sessions import pooled
+
+    rows = [_row("claude-code__x/t/1", c, cumulative_input_tokens=1000)
+            for c in ("bare", "osiris", "context-mode")]
+    rows += [_row("corpus/claude-code/a", "bare", cumulative_input_tokens=2000),
+             _row("corpus/claude-code/a", "osiris", cumulative_input_tokens=1500)]
+    table = pooled(rows)
+    assert "| claude-code | corpus | osiris | 1 | 1,500 | +25.00% |" in "\n".join(table)
+    assert "| claude-code | traces | context-mode | 1 | 1,000 | +0.00% |" in "\n".join(table)
+    assert not any("| corpus | context-mode |" in line for line in table)

@@ -711,40 +711,52 @@ def shares(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _source(session: str) -> str:
+    """Where a session comes from: ``corpus`` (:mod:`.corpus`) or the bundled traces."""
+    return "corpus" if session.startswith("corpus/") else "traces"
+
+
 def pooled(rows: list[dict[str, Any]]) -> list[str]:
-    """Totals per client and configuration over the sessions every configuration ran."""
-    out = ["| client | configuration | sessions | cumulative input | vs bare | cost | "
+    """Totals per client, source and configuration over the sessions every configuration
+    of that source ran (the corpus runs fewer configurations: :mod:`.corpus`)."""
+    out = ["| client | source | configuration | sessions | cumulative input | vs bare | cost | "
            "vs bare (cost) | needs kept | extra calls | added ms per call (median) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for client in (CLAUDE_CODE, CODEX):
-        mine = [r for r in rows if r["client"] == client]
-        sessions = sorted({r["session"] for r in mine})
-        complete = [s for s in sessions if all(
-            any(r["session"] == s and r["configuration"] == c and r["status"] == "ok"
-                for r in mine) for c in SESSION_CONFIGURATIONS if any(
-                r["configuration"] == c for r in mine))]
-        if not complete:
-            continue
-        model = COST_MODEL_OF_CLIENT[client]
-        base_tokens = sum(r["cumulative_input_tokens"] for r in mine
-                          if r["configuration"] == BARE and r["session"] in complete)
-        base_cost = sum(r[f"billed_cost_{model}"] for r in mine
-                        if r["configuration"] == BARE and r["session"] in complete)
-        for configuration in SESSION_CONFIGURATIONS:
-            chosen = [r for r in mine if r["configuration"] == configuration
-                      and r["session"] in complete]
-            if not chosen:
-                continue
-            tokens = sum(r["cumulative_input_tokens"] for r in chosen)
-            cost = sum(r[f"billed_cost_{model}"] for r in chosen)
-            kept = sum(r["needs_kept"] + r["needs_retrieved"] for r in chosen)
-            total = sum(r["needs_total"] for r in chosen)
-            added = [r["added_ms_per_call"] for r in chosen
-                     if r.get("added_ms_per_call") is not None]
-            out.append(
-                f"| {client} | {configuration} | {len(chosen)} | {tokens:,} | "
-                f"{_pct(1 - tokens / base_tokens if base_tokens else None)} | ${cost:.4f} | "
-                f"{_pct(1 - cost / base_cost if base_cost else None)} | {kept}/{total} | "
-                f"{sum(r['extra_calls'] for r in chosen)} | "
-                f"{f'{statistics.median(added):+,.0f}' if added else '—'} |")
+        for source in ("traces", "corpus"):
+            mine = [r for r in rows if r["client"] == client
+                    and _source(str(r["session"])) == source]
+            out += _pooled_rows(client, source, mine)
+    return out
+
+
+def _pooled_rows(client: str, source: str, mine: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    present = [c for c in SESSION_CONFIGURATIONS if any(r["configuration"] == c for r in mine)]
+    sessions = sorted({r["session"] for r in mine})
+    complete = [s for s in sessions if all(
+        any(r["session"] == s and r["configuration"] == c and r["status"] == "ok"
+            for r in mine) for c in present)]
+    if not complete:
+        return out
+    model = COST_MODEL_OF_CLIENT[client]
+    base_tokens = sum(r["cumulative_input_tokens"] for r in mine
+                      if r["configuration"] == BARE and r["session"] in complete)
+    base_cost = sum(r[f"billed_cost_{model}"] for r in mine
+                    if r["configuration"] == BARE and r["session"] in complete)
+    for configuration in present:
+        chosen = [r for r in mine if r["configuration"] == configuration
+                  and r["session"] in complete]
+        tokens = sum(r["cumulative_input_tokens"] for r in chosen)
+        cost = sum(r[f"billed_cost_{model}"] for r in chosen)
+        kept = sum(r["needs_kept"] + r["needs_retrieved"] for r in chosen)
+        total = sum(r["needs_total"] for r in chosen)
+        added = [r["added_ms_per_call"] for r in chosen
+                 if r.get("added_ms_per_call") is not None]
+        out.append(
+            f"| {client} | {source} | {configuration} | {len(chosen)} | {tokens:,} | "
+            f"{_pct(1 - tokens / base_tokens if base_tokens else None)} | ${cost:.4f} | "
+            f"{_pct(1 - cost / base_cost if base_cost else None)} | {kept}/{total} | "
+            f"{sum(r['extra_calls'] for r in chosen)} | "
+            f"{f'{statistics.median(added):+,.0f}' if added else '—'} |")
     return out
