@@ -29,3 +29,14 @@ def test_a_turn_is_received_when_the_last_user_message_ends_with_it() -> None:
     turn = Turn(4, "  now fix the tests\n", "Done.")
     assert turn.received_in("<system-reminder>x</system-reminder>\n\nnow fix the tests")
     assert not turn.received_in("now fix the docs")
+
+
+def test_sub_agent_calls_are_skipped_under_either_name() -> None:
+    """Claude Code 2.1 calls its sub-agent tool Agent (Task before): replayed, the
+    sub-agent's own requests would reach the script as the main agent's."""
+    from osiris.harness.clients.run import CLAUDE_CODE
+    from osiris.harness.clients.trace_plan import live_tool
+
+    for name in ("Task", "Agent"):
+        assert live_tool(CLAUDE_CODE, name, {"prompt": "look around"}) is None
+    assert live_tool(CLAUDE_CODE, "Read", {"file_path": "/a"}) == ("Read", {"file_path": "/a"})

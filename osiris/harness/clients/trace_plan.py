@@ -17,6 +17,7 @@ from osiris.harness.replay.workloads import Session
 SKIPPED_TOOLS = {
     "WebFetch": "needs the network", "WebSearch": "needs the network",
     "Task": "a sub-agent runs its own model conversation",
+    "Agent": "a sub-agent runs its own model conversation",  # Task's name since 2.1
     "apply_patch": "the exec --json log keeps only the paths a patch changed",
     "format_error": "the trace's model answered out of format (no command ran)",
 }
