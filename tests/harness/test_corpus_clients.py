@@ -59,7 +59,8 @@ def _row(session: str, configuration: str, **extra: object) -> dict[str, object]
 
 
 def test_the_note_names_sessions_that_needed_a_refusal_and_replay_only_ones() -> None:
-    from osiris.harness.clients.sessions import REPLAY_ONLY, render
+    from osiris.harness.clients.sessions import REPLAY_ONLY
+    from osiris.harness.clients.tables import render
 
     rows = [_row("corpus/claude-code/a", "bare"),
             _row("corpus/claude-code/a", "osiris", compactions=0, reactive_compactions=1,
@@ -78,7 +79,7 @@ def test_the_note_names_sessions_that_needed_a_refusal_and_replay_only_ones() ->
 def test_pooled_totals_keep_the_corpus_apart_from_the_bundled_traces() -> None:
     """The corpus runs fewer configurations: its sessions are pooled on their own, so
     they count in the table instead of falling out of 'every configuration ran'."""
-    from osiris.harness.clients.sessions import pooled
+    from osiris.harness.clients.tables import pooled
 
     rows = [_row("claude-code__x/t/1", c, cumulative_input_tokens=1000)
             for c in ("bare", "osiris", "context-mode")]
