@@ -27,6 +27,7 @@ from osiris.harness.clients.model_script import (
     ModelRequest,
     ScriptedTurns,
     ToolCall,
+    prompt_text,
     results_by_id,
 )
 from osiris.harness.clients.model_server import ModelServer
@@ -332,3 +333,162 @@ def test_the_clients_section_leads_the_report_and_is_replaced_in_place() -> None
     second = report.with_clients_section(first, "## Inside the real clients\n\nnew\n")
     assert "old" not in second and second.count(report.CLIENTS_START) == 1
     assert second.replace("new", "old") == first
+
+
+def _counting_session(project: Path, calls: int) -> Session:
+    """``calls`` shell outputs of about 9,000 tokens each: the prompt grows past a small
+    window within a few turns."""
+    steps = [Step(i, "Bash", {"command": f"seq 100000 103000 # {i}",
+                              "description": "numbers"}, "") for i in range(calls)]
+    return Session("counting", "traces", "", steps, client=CLAUDE_CODE)
+
+
+def _play_counting(workspace: Workspace, *, server_window: int,
+                   env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from osiris.core.cost_models import default_cost_models
+    from osiris.core.tokens import default_counter
+    from osiris.harness.clients.sessions import MODEL_OF_CLIENT, _Counts, neutraliser
+
+    session = _counting_session(workspace.project, 10)
+    paths = PathMap(None, workspace.project, workspace.tmp)
+    script = TraceScript(CLAUDE_CODE, plan(session, CLAUDE_CODE, paths), session, paths,
+                         summaries=["Summary: the numbers were listed."] * 5)
+    with ModelServer(script, context_window=server_window) as server:
+        run = run_client(CLAUDE_CODE, server, workspace, "list the numbers", tools=TOOLS,
+                         timeout_s=180, extra_env=env,
+                         extra_args=("--model", MODEL_OF_CLIENT[CLAUDE_CODE]))
+    assert run.returncode == 0, run.describe()
+    counts = _Counts(default_counter(), neutraliser(workspace, REPO))
+    return measure(run, script, "list the numbers", counts, default_cost_models().models)
+
+
+def test_claude_code_told_the_window_compacts_before_the_refusal(tmp_path: Path) -> None:
+    """With CLAUDE_CODE_AUTO_COMPACT_WINDOW (100,000: its minimum; it compacts near
+    67,000) Claude Code compacts on its own, and the server's refusal at 200,000 never
+    fires; the compaction request is billed like any other. Not told, it runs into a
+    refusal at 100,000 and compacts only then: the row says it needed the refusal."""
+    from osiris.harness.clients.sessions import compaction_env
+
+    require_client(CLAUDE_CODE)
+    told = Workspace(tmp_path / "told").reset(CLAUDE_CODE)
+    turns, row = _play_counting(told, server_window=200_000,
+                                env=compaction_env(CLAUDE_CODE, 100_000))
+    assert row["compactions"] >= 1 and row["reactive_compactions"] == 0
+    assert row["refused_requests"] == 0 and row["needed_refusal"] is False
+    assert row["trace_calls"] == 10 and row["unanswered_calls"] == 0
+    compacting = [t for t in turns if t["kind"] == "compaction"]
+    assert len(compacting) == row["compactions"] == row["compaction_requests"]
+    assert all(t["prompt_tokens"] > 60_000 for t in compacting)
+    # Every turn, the compaction's included, is counted and billed (one prompt each).
+    assert row["cumulative_input_tokens"] == sum(t["prompt_tokens"] for t in turns)
+
+    blind = Workspace(tmp_path / "blind").reset(CLAUDE_CODE)
+    _turns, row = _play_counting(blind, server_window=100_000, env={})
+    assert row["compactions"] == 0 and row["reactive_compactions"] >= 1
+    assert row["refused_requests"] >= 1 and row["needed_refusal"] is True
+
+
+def test_codex_compacts_on_its_own_and_the_script_answers_with_a_summary(
+        tmp_path: Path) -> None:
+    """Codex knows its model's window (here made small) and compacts before any refusal,
+    asking with its own prompt and no tools: the script answers with the trace's summary
+    and the row counts a compaction, not a side query."""
+    from osiris.core.cost_models import default_cost_models
+    from osiris.core.tokens import default_counter
+    from osiris.harness.clients.sessions import _Counts, neutraliser
+
+    require_client(CODEX)
+    workspace = Workspace(tmp_path / "cx").reset(CODEX)
+    steps = [Step(i, "shell", {"command": f"seq 100000 103000 # {i}"}, "") for i in range(9)]
+    session = Session("counting", "traces", "", steps, client=CODEX)
+    paths = PathMap(None, workspace.project, workspace.tmp)
+    script = TraceScript(CODEX, plan(session, CODEX, paths), session, paths,
+                         summaries=["Summary: the numbers were listed."] * 5)
+    with ModelServer(script, context_window=272_000) as server:
+        run = run_client(CODEX, server, workspace, "list the numbers", tools=TOOLS,
+                         timeout_s=180, extra_args=("-m", "gpt-5-codex", "-c",
+                                                    "model_context_window=40000"))
+    assert run.returncode == 0, run.describe()
+    counts = _Counts(default_counter(), neutraliser(workspace, REPO))
+    _turns, row = measure(run, script, "list the numbers", counts,
+                         default_cost_models().models)
+    assert row["compactions"] >= 1 and row["refused_requests"] == 0
+    assert row["compaction_requests"] == row["compactions"] == script.compaction_requests
+    assert row["trace_calls"] == 9 and row["unanswered_calls"] == 0
+    assert any("the numbers were listed" in prompt_text(p.body) for p in run.prompts)
+
+
+@pytest.mark.parametrize("client", [CLAUDE_CODE, CODEX])
+def test_the_trace_script_plays_each_segment_after_its_prompt(
+        client: str, tmp_path: Path) -> None:
+    """An interactive trace (three calls, a second prompt before the third): the first
+    turn issues two calls and ends with the trace's answer; the third call is issued
+    only after the second prompt reached the model."""
+    from osiris.harness.clients.run import run_client_turns
+    from osiris.harness.clients.trace_plan import Turn
+
+    require_client(client)
+    workspace = Workspace(tmp_path / client).reset(client)
+    tool = "Bash" if client == CLAUDE_CODE else "shell"
+    steps = [Step(i, tool, {"command": f"echo step-$(({i} + 100))"}, "") for i in range(3)]
+    session = Session("talk", "traces", "", steps, client=client, final_text="All done.")
+    paths = PathMap(None, workspace.project, workspace.tmp)
+    turns = [Turn(2, "NOW THE THIRD STEP please", "Two steps done.")]
+    script = TraceScript(client, plan(session, client, paths), session, paths, turns=turns,
+                         final_text="All done.")
+    model = ("--model", "claude-sonnet-4-5-20250929") if client == CLAUDE_CODE else (
+        "-m", "gpt-5-codex")
+    with ModelServer(script) as server:
+        run = run_client_turns(client, server, workspace, ["FIRST go", turns[0].prompt],
+                               tools=TOOLS, timeout_s=120, extra_args=model)
+    assert run.returncode == 0, run.describe()
+    answered = [(e.action or {}).get("text") or str((e.action or {}).get("input"))
+                for e in run.requests if e.api is not None and e.action]
+    assert [a for a in answered if a != "OK"] == [
+        str(script.calls[0].input), str(script.calls[1].input), "Two steps done.",
+        str(script.calls[2].input), "All done."]
+    assert script.prompts_received == 1
+    third = next(p for p in run.prompts if "step-102" in prompt_text(p.body))
+    assert "NOW THE THIRD STEP please" in prompt_text(third.body)
+
+
+CORPUS_SESSION = "corpus/claude-code/entire-cli-go"
+"""An interactive Claude Code session of the corpus with a workspace, whose second typed
+prompt comes after 8 calls."""
+
+
+def test_an_interactive_corpus_session_is_played_prompt_by_prompt_and_compacts_on_its_own(
+        tmp_path: Path) -> None:
+    """The issue's Done test: the corpus session's first two typed prompts (the plan cut
+    to their segments) through the real Claude Code, told a small window so it compacts
+    early: both prompts reached the model, the client compacted on its own, nothing was
+    refused."""
+    from osiris.harness.clients.corpus import corpus_sessions
+    from osiris.harness.clients.model_script import last_user_text
+    from osiris.harness.clients.sessions import run_corpus_session
+
+    require_client(CLAUDE_CODE)
+    entry = next(e for e in corpus_sessions(REPO / "datasets" / "corpus")
+                 if e.name == CORPUS_SESSION)
+    log = tmp_path / "requests.jsonl"
+    measured = run_corpus_session(entry, BARE, tools=TOOLS, repo=REPO, root=tmp_path / "run",
+                                  compact_window=100_000, compact_percent=40, segments=2,
+                                  timeout_s=600, log_path=log)
+    assert measured.status == "ok", measured.row.get("stderr_tail")
+    row = measured.row
+    assert row["prompts_sent"] == row["prompts_received"] == 2
+    assert row["compactions"] >= 1 and row["reactive_compactions"] == 0
+    assert row["refused_requests"] == 0 and row["needed_refusal"] is False
+    assert row["unanswered_calls"] == 0
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    asked = [last_user_text(ModelRequest(e["index"], e["api"], e["path"], e["body"]))
+             for e in entries if e["api"] and isinstance(e["body"], dict)
+             and not e["path"].endswith("/count_tokens")]
+    from osiris.harness.importers.traces import load_trace
+
+    typed = [p.text for p in load_trace(entry.path).user_prompts if p.kind == "typed"]
+    first, second = typed[0], typed[1]
+    assert any(first.strip()[:200] in text for text in asked)
+    # The second prompt arrived after the first turn's answer, once.
+    at = [i for i, text in enumerate(asked) if second.strip()[:200] in text]
+    assert at and at[0] > 0

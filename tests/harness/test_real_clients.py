@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from osiris.core.tokens import default_counter
 from osiris.harness.clients.configs import OSIRIS, install
 from osiris.harness.clients.heads import Neutraliser, measure_head
-from osiris.harness.clients.model_script import FinalText, ScriptedTurns, ToolCall, tool_results
+from osiris.harness.clients.model_script import (
+    FinalText,
+    ScriptedTurns,
+    ToolCall,
+    last_user_text,
+    prompt_text,
+    tool_results,
+)
 from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client, run_client_turns
 from tests.harness.real_clients import TOOLS, require_client
 
 # The shell computes the answer, so only a command that really ran can produce it.
@@ -65,3 +74,33 @@ def test_claude_code_with_osiris_installed_lists_its_tools_by_name_only(
     assert head.mcp_tools_deferred
     assert "mcp__osiris__osiris_recall" in head.deferred_tool_names
     assert head.mcp_tools_defined == []
+
+
+@pytest.mark.parametrize("client", [CLAUDE_CODE, CODEX])
+def test_an_interactive_session_gets_each_prompt_after_the_turn_before(
+        client: str, tmp_path: Path) -> None:
+    """Two typed prompts in one conversation: the second reaches the model only after the
+    first turn ended, with the first turn's history (Claude Code: stream-json on stdin;
+    Codex: ``exec`` then ``exec resume --last``)."""
+    require_client(client)
+    workspace = Workspace(tmp_path / client).reset(client)
+
+    def shell(command: str) -> ToolCall:
+        return (ToolCall("Bash", {"command": command, "description": "run"})
+                if client == CLAUDE_CODE else ToolCall("exec_command", {"cmd": command}))
+
+    model = ("--model", "claude-sonnet-4-5-20250929") if client == CLAUDE_CODE else (
+        "-m", "gpt-5-codex")
+    script = ScriptedTurns([shell("echo first-$((1 + 1))"), FinalText("First done."),
+                            shell("echo second-$((2 + 2))"), FinalText("Second done.")])
+    with ModelServer(script) as server:
+        run = run_client_turns(client, server, workspace, ["PROMPT-ONE go", "PROMPT-TWO go"],
+                               tools=TOOLS, timeout_s=120, extra_args=model)
+    assert run.returncode == 0, run.describe()
+    prompts = run.prompts
+    assert len(prompts) == 4
+    assert [last_user_text(p).endswith(("PROMPT-ONE go", "PROMPT-TWO go")) for p in prompts
+            ] == [True, False, True, False]
+    second = prompt_text(prompts[2].body)
+    assert "PROMPT-ONE go" in second and "first-2" in second and "First done." in second
+    assert "second-4" in prompt_text(prompts[3].body)

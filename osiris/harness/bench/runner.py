@@ -128,7 +128,7 @@ def stage_clients(ctx: BenchContext) -> StageResult:
     and the mini-swe-agent trajectories inside the real mini-swe-agent, bare and with
     OSIRIS (``osiris bench clients``; quick: one short Codex trace, one trajectory)."""
     result = StageResult()
-    from osiris.harness.clients import mini, sessions
+    from osiris.harness.clients import mini, sessions, tables
 
     # A fixed scratch root: its path reaches the prompts and, through OSIRIS's content
     # hashes of what it observed, more than the neutraliser can fix.
@@ -143,7 +143,7 @@ def stage_clients(ctx: BenchContext) -> StageResult:
     result.add_rows("mini_sessions", mini_rows or [{"session": None}])
     if any(m.turns for m in looped):
         result.add_rows("mini_turns", [t for m in looped for t in m.turns])
-    section = sessions.render(rows) + "\n" + mini.render(mini_rows)
+    section = tables.render(rows) + "\n" + mini.render(mini_rows)
     result.sections["clients"] = section
     if "benchmark" not in ctx.stages:
         # Run alone: the section of the BENCHMARK.md already there is replaced in place.

@@ -42,7 +42,8 @@ from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
 from osiris.harness.clients.model_server import ModelServer
 from osiris.harness.clients.run import MINI_SWE_AGENT, ClientRun, Workspace
-from osiris.harness.clients.sessions import Measured, _Counts, _pct, measure, neutraliser
+from osiris.harness.clients.sessions import Measured, _Counts, measure, neutraliser
+from osiris.harness.clients.tables import _pct
 from osiris.harness.clients.trace_plan import PathMap, plan
 from osiris.harness.clients.trace_script import TraceScript
 from osiris.harness.clients.workspaces import WorkspaceError, commit_tree

@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -191,7 +193,7 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
 
 def client_argv(client: str, tools: Tools, prompt: str,
                 extra_args: Sequence[str] = (), codex_approvals: str | None = None,
-                ) -> list[str]:
+                codex_resume: Sequence[str] = ()) -> list[str]:
     """The command line of one non-interactive session. ``codex_approvals``: run Codex
     under that approval policy in its ``workspace-write`` sandbox, as a user who kept
     them would (default: both bypassed, as measurements need every call to run)."""
@@ -200,7 +202,8 @@ def client_argv(client: str, tools: Tools, prompt: str,
         return [binary, "-p", prompt, "--output-format", "json", *extra_args]
     policy = ["--dangerously-bypass-approvals-and-sandbox"] if codex_approvals is None else [
         "-c", f"approval_policy={codex_approvals}", "--sandbox", "workspace-write"]
-    return [binary, "exec", "--skip-git-repo-check", *policy, "--json", *extra_args, prompt]
+    return [binary, "exec", *codex_resume, "--skip-git-repo-check", *policy, "--json",
+            *extra_args, prompt]
 
 
 @dataclass(frozen=True)
@@ -245,16 +248,18 @@ class ClientRun:
 def run_client(client: str, server: ModelServer, workspace: Workspace, prompt: str, *,
                tools: Tools, timeout_s: float = DEFAULT_TIMEOUT_S,
                extra_args: Sequence[str] = (), extra_env: Mapping[str, str] | None = None,
-               codex_approvals: str | None = None) -> ClientRun:
+               codex_approvals: str | None = None,
+               codex_resume: Sequence[str] = ()) -> ClientRun:
     """Run one session of ``client`` in ``workspace.project`` against ``server``.
 
     The client runs in its own process group; at the time limit the whole group (the
     client, its hooks, its MCP servers) is killed and the run says so. The requests
     logged while it ran come back with it (run sessions one after another on a server
-    to keep them apart)."""
+    to keep them apart). ``codex_resume``: ``("resume", "--last")`` goes on with the
+    last Codex session instead of starting one."""
     if client == CODEX:
         point_codex_at(workspace, server.base_url)
-    argv = client_argv(client, tools, prompt, extra_args, codex_approvals)
+    argv = client_argv(client, tools, prompt, extra_args, codex_approvals, codex_resume)
     env = client_env(client, workspace, server.base_url, tools, extra_env)
     already = len(server.requests())
     started = time.monotonic()
@@ -273,6 +278,128 @@ def run_client(client: str, server: ModelServer, workspace: Workspace, prompt: s
     finally:
         _kill_group(process)  # hooks or MCP servers the client left behind
     return ClientRun(client, argv, returncode, time.monotonic() - started, stdout, stderr,
+                     server.requests()[already:])
+
+
+def run_client_turns(client: str, server: ModelServer, workspace: Workspace,
+                     prompts: Sequence[str], *, tools: Tools,
+                     timeout_s: float = DEFAULT_TIMEOUT_S, extra_args: Sequence[str] = (),
+                     extra_env: Mapping[str, str] | None = None) -> ClientRun:
+    """An interactive session: ``prompts`` typed one after another, each once the
+    client has finished its turn on the one before, in one conversation.
+
+    Claude Code reads the user's messages from stdin (``--input-format stream-json``,
+    ``--output-format stream-json --verbose``): the next one is written when the
+    previous turn's ``result`` line arrives, and stdin is closed after the last.
+    Codex runs ``codex exec`` on the first prompt and ``codex exec resume --last`` on
+    each later one (the same thread, its history restored from CODEX_HOME). One prompt
+    is :func:`run_client`."""
+    if len(prompts) <= 1 or client not in CLIENTS:
+        return run_client(client, server, workspace, prompts[0] if prompts else "",
+                          tools=tools, timeout_s=timeout_s, extra_args=extra_args,
+                          extra_env=extra_env)
+    if client == CODEX:
+        return _codex_turns(server, workspace, prompts, tools=tools, timeout_s=timeout_s,
+                            extra_args=extra_args, extra_env=extra_env)
+    binary = str(tools.client(client))
+    argv = [binary, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+            "--verbose", *extra_args]
+    env = client_env(client, workspace, server.base_url, tools, extra_env)
+    already = len(server.requests())
+    started = time.monotonic()
+    process = subprocess.Popen(argv, cwd=workspace.project, env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               errors="replace", start_new_session=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    errors: list[str] = []
+    readers = [threading.Thread(target=_pump, args=(process.stdout, lines.put), daemon=True),
+               threading.Thread(target=_pump, args=(process.stderr, errors.append),
+                                daemon=True)]
+    for reader in readers:
+        reader.start()
+    out: list[str] = []
+    returncode: int | None = None
+    try:
+        returncode = _converse(process, prompts, lines, out, started + timeout_s)
+    finally:
+        _kill_group(process)
+        for reader in readers:
+            reader.join(timeout=10)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # stdin: a write the client never read
+                    pipe.close()
+    return ClientRun(client, argv, returncode, time.monotonic() - started, "".join(out),
+                     "".join(e for e in errors if e is not None), server.requests()[already:])
+
+
+def _pump(stream: Any, put: Any) -> None:
+    """Copy a pipe line by line to ``put``, then None (end of stream)."""
+    for line in stream:
+        put(line)
+    put(None)
+
+
+def _user_message(text: str) -> str:
+    return json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+
+
+def _is_result(line: str) -> bool:
+    """Whether a stream-json line is the end of a turn (``{"type": "result", …}``)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("type") == "result"
+
+
+def _converse(process: subprocess.Popen[str], prompts: Sequence[str],
+              lines: queue.Queue[str | None], out: list[str], deadline: float) -> int | None:
+    """Write each prompt after the previous turn's ``result``; the exit code, or None
+    when the deadline passed first."""
+    assert process.stdin is not None
+    pending = list(prompts)
+    process.stdin.write(_user_message(pending.pop(0)))
+    process.stdin.flush()
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if line is None:
+            break
+        out.append(line)
+        if not _is_result(line):
+            continue
+        if pending:
+            process.stdin.write(_user_message(pending.pop(0)))
+            process.stdin.flush()
+        else:
+            process.stdin.close()
+    try:
+        return process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _codex_turns(server: ModelServer, workspace: Workspace, prompts: Sequence[str], *,
+                 tools: Tools, timeout_s: float, extra_args: Sequence[str],
+                 extra_env: Mapping[str, str] | None) -> ClientRun:
+    """``codex exec`` on the first prompt, ``codex exec resume --last`` on the others."""
+    already = len(server.requests())
+    started = time.monotonic()
+    runs: list[ClientRun] = []
+    for n, prompt in enumerate(prompts):
+        left = timeout_s - (time.monotonic() - started)
+        resume = () if n == 0 else ("resume", "--last")
+        run = run_client(CODEX, server, workspace, prompt, tools=tools, timeout_s=left,
+                         extra_args=extra_args, extra_env=extra_env, codex_resume=resume)
+        runs.append(run)
+        if run.returncode != 0:
+            break
+    last = runs[-1]
+    return ClientRun(CODEX, last.argv, last.returncode, time.monotonic() - started,
+                     "".join(r.stdout for r in runs), "".join(r.stderr for r in runs),
                      server.requests()[already:])
 
 

@@ -4,7 +4,11 @@ Each tielec trace with a workspace (``datasets/workspaces/``) runs in the client
 produced it (Claude Code traces in Claude Code 2.1.328, Codex traces in Codex 0.169.0),
 once per configuration (:mod:`.configs`: the bare client, OSIRIS installed by ``osiris
 install``, context-mode installed its own way), the model played by
-:class:`~osiris.harness.clients.trace_script.TraceScript`. Everything is measured from
+:class:`~osiris.harness.clients.trace_script.TraceScript`; then the public interactive
+sessions of ``datasets/corpus/`` that have a workspace, prompt by prompt (:mod:`.corpus`).
+Both clients compact on their own before the model's window, as a user's do
+(:data:`AUTO_COMPACT_WINDOW`); the scripted model's refusal over the window is a
+backstop that a row reports (``needed_refusal``). Everything is measured from
 the request bodies the client sent (:func:`measure`):
 
 * tokens of every prompt (system, tool definitions, messages; cl100k after
@@ -48,17 +52,23 @@ from osiris.harness.clients.configs import (
     configurations_of,
     install,
 )
+from osiris.harness.clients.corpus import (
+    CORPUS_CONFIGURATIONS,
+    CorpusSession,
+    corpus_sessions,
+    truncated,
+    turns_of,
+)
 from osiris.harness.clients.heads import Neutraliser, measure_head
 from osiris.harness.clients.model_script import (
     ANTHROPIC,
     OPENAI,
     ModelRequest,
     is_agent_turn,
-    last_user_text,
     prompt_text,
     results_by_id,
 )
-from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.clients.model_server import LoggedRequest, ModelServer
 from osiris.harness.clients.run import (
     CLAUDE_CODE,
     CODEX,
@@ -66,13 +76,14 @@ from osiris.harness.clients.run import (
     ClientRun,
     Tools,
     Workspace,
-    run_client,
+    run_client_turns,
 )
 from osiris.harness.clients.trace_plan import PathMap, plan
-from osiris.harness.clients.trace_script import COMPACT_MARKER, TraceScript, summaries_of
-from osiris.harness.clients.workspaces import traces_with_workspaces, unpack
+from osiris.harness.clients.trace_script import TraceScript, is_compaction, summaries_of
+from osiris.harness.clients.workspaces import TREE, traces_with_workspaces, unpack
+from osiris.harness.importers.records import Trace
 from osiris.harness.importers.traces import load_trace
-from osiris.harness.replay.workloads import session_from_trace
+from osiris.harness.replay.workloads import Session, session_from_trace
 
 ROOT = Path("/tmp/osiris-bench-clients")  # noqa: S108 - fixed on purpose (see below)
 """Scratch root of every session, the same on every machine and run: the paths reach the
@@ -88,9 +99,23 @@ OSIRIS_NOTE = "hook additional context: OSIRIS"
 """How Claude Code frames the text an OSIRIS hook added to a tool result."""
 CONTEXT_WINDOW = {CLAUDE_CODE: 200_000, CODEX: 272_000}
 """The model's input window (claude-sonnet-4-5: 200k; gpt-5-codex: 272k input), in the
-project's count: the scripted model refuses a longer prompt as the provider does, and
-the client compacts. Claude Code 2.1.328 does not compact on its own against this
-endpoint (it did not up to 662k tokens); refused, it compacts and goes on."""
+project's count: the scripted model refuses a longer prompt as the provider does. Both
+clients compact on their own before it (:data:`AUTO_COMPACT_WINDOW`); the refusal is the
+backstop, and a session that needed it says so (``needed_refusal``)."""
+AUTO_COMPACT_WINDOW = {CLAUDE_CODE: 200_000}
+"""``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` of every Claude Code run. Claude Code 2.1.328
+compacts proactively only when it knows the model's window from a non-"auto" source; a
+user of Anthropic's own endpoint gets it from the account's bootstrap, which a custom
+``ANTHROPIC_BASE_URL`` lacks, so without this it compacts only after a refusal. With it,
+it compacts at window − 20,000 − 13,000 = 167,000 tokens, by the usage the scripted
+server reports (``../shared/FACTS.md``). Values under 100,000 are read as 100,000 (its
+minimum; it then compacts near 67,000).
+
+Codex needs nothing: 0.169.0's bundled model catalog gives ``gpt-5-codex`` a 272,000-token
+window and no ``auto_compact_token_limit``, so it compacts at its default share of the
+window, as a Codex user's does with the default ``config.toml`` (checked: with
+``-c model_context_window=40000`` it compacted near 34,000 tokens against the scripted
+provider, asking with its local "CONTEXT CHECKPOINT COMPACTION" prompt)."""
 QUICK_SESSION = "codex-cli__tielec-ai-workflow-agent/issue-119/01_requirements/review"
 _LS_TIME = re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d "
                       r"(?:\d\d:\d\d| \d{4})\b")
@@ -200,7 +225,7 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         pieces = [(counts(text), mark) for text, mark in segments(entry.body, request.api)]
         tokens = sum(c[1] for c, _ in pieces)
         results = results_by_id(request)
-        kind = ("compaction" if COMPACT_MARKER in last_user_text(request) else
+        kind = ("compaction" if is_compaction(request) else
                 "agent" if is_agent_turn(request) else "side")
         fresh = [cid for cid in results if cid in answered and cid not in received]
         received.update(fresh)
@@ -246,7 +271,7 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         "skipped_calls": sum(e["kind"] == "skipped" for e in script.events),
         "gaps_ms": json.dumps([t["gap_ms"] for t in turns if t["gap_ms"] is not None]),
         "osiris_hook_notes": notes,
-        "refused_requests": sum(1 for e in run.requests if e.error == "over the context window"),
+        **compactions_of(run.requests),
     }
     first = next((ModelRequest(e.index, str(e.api), e.path, e.body) for e in logged
                   if is_agent_turn(ModelRequest(e.index, str(e.api), e.path, e.body))), None)
@@ -265,6 +290,49 @@ def measure(run: ClientRun, script: TraceScript, prompt: str, counts: _Counts,
         row[f"cache_read_tokens_{model.name}"] = sum(t.cache_read_tokens for t in billed)
     row["cost_model_version"] = models[0].version if models else ""
     return turns, row
+
+
+REFUSED = "over the context window"
+"""The model server's log note on a prompt it refused (:class:`ModelServer`)."""
+
+
+def compactions_of(requests: Sequence[LoggedRequest]) -> dict[str, Any]:
+    """How the client compacted: ``compactions`` it started on its own (proactive),
+    ``reactive_compactions`` it started because the model refused the prompt before,
+    ``refused_requests``, and ``needed_refusal`` (the session reached the window: a
+    proactive client should not). A compaction request is billed like any other."""
+    proactive = reactive = refused = 0
+    after_refusal = False
+    for entry in requests:
+        if entry.api is None or entry.path.endswith("/count_tokens"):
+            continue
+        if entry.error == REFUSED:
+            refused += 1
+            after_refusal = True
+            continue
+        if isinstance(entry.body, dict) and is_compaction(
+                ModelRequest(entry.index, entry.api, entry.path, entry.body)):
+            if after_refusal:
+                reactive += 1
+            else:
+                proactive += 1
+        after_refusal = False
+    return {"compactions": proactive, "reactive_compactions": reactive,
+            "refused_requests": refused, "needed_refusal": refused > 0}
+
+
+def compaction_env(client: str, window: int | None = None,
+                   percent: int | None = None) -> dict[str, str]:
+    """The environment that tells ``client`` its model's window, as a user's client
+    knows it (:data:`AUTO_COMPACT_WINDOW`; ``window`` overrides it). ``percent``
+    (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``) compacts at that share of the window instead:
+    a test's way to compact early, the window having a 100,000-token minimum."""
+    if client != CLAUDE_CODE:
+        return {}
+    env = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(window or AUTO_COMPACT_WINDOW[client])}
+    if percent is not None:
+        env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = str(percent)
+    return env
 
 
 def _written_tokens(counter: TokenCounter, written: Any) -> int:
@@ -293,55 +361,123 @@ def task_prompt(trace_path: Path, fallback: str) -> str:
 def run_session(trace_path: Path, traces_dir: Path, tarball: Path, configuration: str, *,
                 tools: Tools, repo: Path, root: Path = ROOT,
                 timeout_s: float = SESSION_TIMEOUT_S,
-                models: Sequence[CostModel] = (), counter: TokenCounter | None = None
-                ) -> Measured:
-    """One trace in one configuration of its client, measured."""
+                models: Sequence[CostModel] = (), counter: TokenCounter | None = None,
+                compact_window: int | None = None) -> Measured:
+    """One trace in one configuration of its client, measured. ``compact_window``:
+    Claude Code's auto-compact window (default :data:`AUTO_COMPACT_WINDOW`)."""
     rel = trace_path.relative_to(traces_dir)
-    name = str(rel.parent)
     client = client_of(rel)
     if client is None:
         raise ValueError(f"{rel}: no real client for this trace")
     trace = load_trace(trace_path)
     session = session_from_trace(trace, str(rel), str(trace_path))
+    return _play(_Played(str(rel.parent), client, trace, session, tarball,
+                         trace_path.parent / "prompt_includes",
+                         task_prompt(trace_path, session.task_prompt)),
+                 configuration, tools=tools, repo=repo, root=root, timeout_s=timeout_s,
+                 models=models, counter=counter,
+                 compaction=compaction_env(client, compact_window))
+
+
+def run_corpus_session(entry: CorpusSession, configuration: str, *, tools: Tools,
+                       repo: Path, root: Path = ROOT, timeout_s: float = SESSION_TIMEOUT_S,
+                       models: Sequence[CostModel] = (),
+                       counter: TokenCounter | None = None,
+                       compact_window: int | None = None, compact_percent: int | None = None,
+                       segments: int | None = None, log_path: Path | None = None
+                       ) -> Measured:
+    """One interactive corpus session in one configuration of its client, prompt by
+    prompt (:mod:`.corpus`); ``segments``: only the first ones, and ``compact_percent``
+    (:func:`compaction_env`): a test's shortcuts. ``log_path``: the model server's
+    request log (JSONL)."""
+    if entry.tarball is None:
+        return Measured(entry.name, entry.client, configuration, REPLAY_ONLY)
+    trace = load_trace(entry.path)
+    session = session_from_trace(trace, entry.name, str(entry.path))
+    return _play(_Played(entry.name, entry.client, trace, session, entry.tarball, None,
+                         session.task_prompt, interactive=True, segments=segments,
+                         log_path=log_path, tree=entry.path.stem),
+                 configuration, tools=tools, repo=repo, root=root, timeout_s=timeout_s,
+                 models=models, counter=counter,
+                 compaction=compaction_env(entry.client, compact_window, compact_percent))
+
+
+REPLAY_ONLY = "replay only: no workspace"
+"""The status of a corpus session that has no workspace (``SOURCES.md``)."""
+
+
+@dataclass(frozen=True)
+class _Played:
+    """What a session plays, whatever its source."""
+
+    name: str
+    client: str
+    trace: Trace
+    session: Session
+    tarball: Path
+    includes: Path | None
+    prompt: str
+    interactive: bool = False
+    segments: int | None = None
+    log_path: Path | None = None
+    tree: str = TREE
+    """The tarball's top folder (the corpus: the session file's stem)."""
+
+
+def _play(played: _Played, configuration: str, *, tools: Tools, repo: Path, root: Path,
+          timeout_s: float, models: Sequence[CostModel], counter: TokenCounter | None,
+          compaction: Mapping[str, str]) -> Measured:
+    name, client, session = played.name, played.client, played.session
     workspace = Workspace(root / client).reset(client)
-    unpack(tarball, workspace.project, includes=trace_path.parent / "prompt_includes")
+    unpack(played.tarball, workspace.project, includes=played.includes, tree=played.tree)
     started = time.monotonic()
     try:
         installed = install(configuration, client, workspace, tools)
     except (InstallError, OSError) as exc:
         return Measured(name, client, configuration, f"not installed: {exc}"[:400])
-    prompt = task_prompt(trace_path, session.task_prompt)
-    paths = PathMap(str(trace.meta.get("cwd") or "") or None, workspace.project,
-                    workspace.tmp)
-    script = TraceScript(client, plan(session, client, paths), session, paths,
-                         summaries=summaries_of(session),
-                         final_text=session.final_text or "Done.")
+    paths = PathMap(str(played.trace.meta.get("cwd") or "") or None, workspace.project,
+                    workspace.tmp, workspace.home if played.interactive else None)
+    calls = plan(session, client, paths)
+    turns = turns_of(played.trace, session, paths) if played.interactive else []
+    final = session.final_text or "Done."
+    if played.segments is not None:
+        calls, turns, cut = truncated(calls, turns, played.segments)
+        final = cut or final
+    prompt = paths.text(played.prompt) if played.interactive else played.prompt
+    script = TraceScript(client, calls, session, paths, summaries=summaries_of(session),
+                         final_text=final, turns=turns)
     model_args = ("--model", MODEL_OF_CLIENT[client]) if client == CLAUDE_CODE else (
         "-m", MODEL_OF_CLIENT[client])
-    with ModelServer(script, context_window=CONTEXT_WINDOW[client]) as server:
-        run = run_client(client, server, workspace, prompt, tools=tools, timeout_s=timeout_s,
-                         extra_args=(*installed.extra_args, *model_args))
+    with ModelServer(script, context_window=CONTEXT_WINDOW[client],
+                     log_path=played.log_path) as server:
+        run = run_client_turns(client, server, workspace, [prompt, *(t.prompt for t in turns)],
+                               tools=tools, timeout_s=timeout_s,
+                               extra_args=(*installed.extra_args, *model_args),
+                               extra_env=compaction)
     status = ("timed out" if run.timed_out else "ok" if run.returncode == 0
               else f"exit {run.returncode}")
     counts = _Counts(counter or default_counter(), neutraliser(workspace, repo))
-    turns, row = measure(run, script, prompt, counts, models or default_cost_models().models)
+    measured_turns, row = measure(run, script, prompt, counts,
+                                  models or default_cost_models().models)
     row.update(session=name, client=client, client_version=VERSIONS[client],
                model=MODEL_OF_CLIENT[client], configuration=configuration, status=status,
                seconds=round(time.monotonic() - started, 1),
                installed_by=" && ".join(installed.commands),
                stderr_tail=_fixed(counts.neutralise, run.stderr[-2000:]),
                neutralised=json.dumps(dict(sorted(counts.neutralise.replaced.items()))),
-               planned_calls=len(script.calls))
-    for turn in turns:
+               planned_calls=len(script.calls), prompts_sent=1 + len(turns),
+               prompts_received=1 + script.prompts_received)
+    for turn in measured_turns:
         turn.update(session=name, client=client, configuration=configuration)
-    return Measured(name, client, configuration, status, row["seconds"], turns, row)
+    return Measured(name, client, configuration, status, row["seconds"], measured_turns, row)
 
 
 def run_all(repo: Path, *, quick: bool = False,
             configurations: Sequence[str] = SESSION_CONFIGURATIONS,
             say: Callable[[str], None] = lambda _m: None, root: Path = ROOT
             ) -> list[Measured]:
-    """Every trace with a workspace, in its own client, in every configuration."""
+    """Every trace with a workspace, in its own client, in every configuration; then
+    (not ``quick``) the corpus's interactive sessions with a workspace (:mod:`.corpus`)."""
     traces_dir = repo / "datasets" / "traces"
     tools = Tools.of_repo(repo)
     found = traces_with_workspaces(traces_dir, repo / "datasets" / "workspaces")
@@ -357,7 +493,35 @@ def run_all(repo: Path, *, quick: bool = False,
             raise RuntimeError(f"{root} is in use by another `osiris bench clients`: wait "
                                "for it to finish") from None
         _run_found(found, traces_dir, tools, configurations, say, root, counter, out, repo)
+        if not quick:
+            _run_corpus(corpus_sessions(repo / "datasets" / "corpus"), tools, configurations,
+                        say, root, counter, out, repo)
     return out
+
+
+def _run_corpus(found: list[CorpusSession], tools: Tools, configurations: Sequence[str],
+                say: Callable[[str], None], root: Path, counter: TokenCounter,
+                out: list[Measured], repo: Path) -> None:
+    """The corpus sessions with a workspace, in :data:`CORPUS_CONFIGURATIONS`; one row
+    for each replay-only session, so the note can name it."""
+    for entry in found:
+        if entry.tarball is None:
+            out.append(Measured(entry.name, entry.client, BARE, REPLAY_ONLY))
+            continue
+        missing = tools.missing([entry.client])
+        for configuration in configurations_of(entry.client, tuple(
+                c for c in configurations if c in CORPUS_CONFIGURATIONS)):
+            if missing:
+                out.append(Measured(entry.name, entry.client, configuration,
+                                    f"not installed: {tools.client(entry.client)} is missing "
+                                    "(run .ci/install-node-tools)"))
+                continue
+            say(f"clients: {entry.name} in {entry.client} ({configuration})")
+            measured = run_corpus_session(entry, configuration, tools=tools, repo=repo,
+                                          root=root, counter=counter)
+            say(f"clients: {measured.status} in {measured.seconds:.0f} s, "
+                f"{measured.row.get('cumulative_input_tokens', 0):,} tokens")
+            out.append(measured)
 
 
 def _run_found(found: list[tuple[Path, Path]], traces_dir: Path, tools: Tools,
@@ -405,150 +569,3 @@ def session_rows(measured: Iterable[Measured]) -> list[dict[str, Any]]:
         row["added_ms_per_call"] = (round(statistics.median(paired), 1)
                                     if ok and paired and row["configuration"] != BARE else None)
     return rows
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:+.2f}%"
-
-
-def render(rows: list[dict[str, Any]]) -> str:
-    """The real-client section (Markdown): per session, then pooled per client."""
-    if not rows:
-        return ("## Inside the real clients\n\nNot measured in this run "
-                "(`osiris bench clients`).\n")
-    lines = ["## Inside the real clients", "",
-             "Each tielec trace replayed inside the client that produced it — the real "
-             "binaries (" + ", ".join(f"{c} {VERSIONS[c]}" for c in (CLAUDE_CODE, CODEX))
-             + "), offline against the scripted model (`osiris/harness/clients/`): the "
-             "model issues the trace's tool calls in order in the trace's workspace "
-             "(`datasets/workspaces/`), retrieves a need the prompt no longer shows with the "
-             "client's own tools by the visible rule, and every figure is counted from the "
-             "request bodies the client sent (cl100k, dates, scratch paths, random ids and "
-             "`ls -l` times neutralised). *vs bare* is the gain against the bare client "
-             "(negative: more tokens); *added ms* is the median, over tool calls, of the "
-             "client's time between the tool call and its next prompt minus the bare "
-             "client's for the same call (its hooks, mostly); *head* is the first prompt "
-             "without the typed task (system, tool definitions, the files its `@` mentions "
-             "attached, reminders); *failed calls* are the trace's calls the client "
-             "answered with an error (the workspace differs; npm runs offline).", "",
-             "| session | client | configuration | status | prompts | cumulative input | "
-             "vs bare | cost | vs bare (cost) | tool results | head | needs kept | "
-             "extra calls | failed calls | compactions | added ms per call |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        if not str(r["status"]).startswith(("ok", "exit", "timed")):
-            lines.append(f"| {r['session']} | {r['client']} | {r['configuration']} | "
-                         f"{r['status']} | | | | | | | | | | | | |")
-            continue
-        model = COST_MODEL_OF_CLIENT[r["client"]]
-        needs = r["needs_total"]
-        kept = r["needs_kept"] + r["needs_retrieved"]
-        added = r.get("added_ms_per_call")
-        lines.append(
-            f"| {r['session']} | {r['client']} | {r['configuration']} | {r['status']} | "
-            f"{r['requests']} | {r['cumulative_input_tokens']:,} | "
-            f"{_pct(r.get('net_gain_cumulative_input_tokens'))} | "
-            f"${r[f'billed_cost_{model}']:.4f} ({model}) | "
-            f"{_pct(r.get(f'net_gain_billed_cost_{model}'))} | {r['tool_result_tokens']:,} | "
-            f"{r.get('head_tokens', 0):,} | {kept}/{needs} | {r['extra_calls']} | "
-            f"{r['failed_calls']} | {int(r.get('compaction_requests') or 0)} | "
-            f"{'—' if added is None else f'{added:+,.0f}'} |")
-    fixed: dict[str, int] = {}
-    for r in rows:
-        for kind, count in json.loads(r.get("neutralised") or "{}").items():
-            fixed[kind] = fixed.get(kind, 0) + int(count)
-    refused = sum(int(r.get("refused_requests") or 0) for r in rows)
-    compactions = sum(int(r.get("compaction_requests") or 0) for r in rows)
-    lines += ["", "Pooled over the sessions every configuration ran:", "", *pooled(rows), "",
-              "What changes from run to run was fixed before counting: "
-              + ", ".join(f"{kind} ×{count:,}" for kind, count in sorted(fixed.items()))
-              + " (plus `ls -l` times and Claude Code's remaining-token notes); the scratch "
-              "root is the same path on every run, because OSIRIS's refs hash outputs that "
-              f"name it. The scripted model refuses a prompt over the model's window as the "
-              f"provider does ({CONTEXT_WINDOW[CLAUDE_CODE]:,} tokens for Claude Code, "
-              f"{CONTEXT_WINDOW[CODEX]:,} for Codex): {refused} prompts were refused and the "
-              f"client compacted ({compactions} compaction requests, answered with the "
-              "trace's own summaries); Claude Code 2.1.328 does not compact on its own "
-              "against this endpoint.", "",
-              *shares(rows), "",
-              "OSIRIS runs with all its routing (*osiris*, the default `[routing]`), with "
-              "none (*osiris-observe*: its hooks only watch, as before routing), and with one "
-              "feature at a time (*osiris-read*: large reads windowed, re-reads answered with "
-              "a pointer; *osiris-shell*: large shell outputs replaced by a preview and ref "
-              "after they ran); Codex has no `Read`, so there *osiris* is its shell "
-              "routing. The features are switched by an invariants file in a root of its "
-              "own, so the project tree is the trace's. "
-              "The scripted model follows the trace, not an installed tool's advice: it "
-              "retrieves a window or preview OSIRIS left in the prompt with the client's "
-              "own tools, never with `osiris_recall`, so savings that depend on the model "
-              "choosing a tool's own commands (context-mode's `ctx_execute`, OSIRIS's "
-              "recall) are not counted. *Compactions* (the table above) matter: a bare "
-              "client that compacts drops its history, prompt head included, and re-sends "
-              "far less afterwards; a configuration whose prompts grow more slowly may not "
-              "reach the window before the trace ends.",
-              ""]
-    return "\n".join(lines)
-
-
-def shares(rows: list[dict[str, Any]]) -> list[str]:
-    """What each configuration adds to the first prompt, and how its MCP tools arrive."""
-    out = ["| client | configuration | first prompt (median) | vs bare | MCP tool definitions "
-           "| hook texts in tool results |", "|---|---|---|---|---|---|"]
-    for client in (CLAUDE_CODE, CODEX):
-        ok = [r for r in rows if r["client"] == client and r["status"] == "ok"]
-        bare = [r["first_prompt_tokens"] for r in ok if r["configuration"] == BARE]
-        for configuration in SESSION_CONFIGURATIONS:
-            mine = [r for r in ok if r["configuration"] == configuration]
-            if not mine:
-                continue
-            first = statistics.median(r["first_prompt_tokens"] for r in mine)
-            delta = first - statistics.median(bare) if bare else None
-            defined = max(int(r.get("mcp_tools_defined") or 0) for r in mine)
-            deferred = any(r.get("mcp_tools_deferred") for r in mine)
-            how = ("none" if configuration == BARE else "deferred (names only, behind tool "
-                   "search)" if deferred else f"{defined} sent in full" if defined else
-                   "sent in full")
-            notes = sum(int(r.get("osiris_hook_notes") or 0) for r in mine)
-            out.append(f"| {client} | {configuration} | {first:,.0f} | "
-                       f"{'—' if delta is None else f'{delta:+,.0f}'} | {how} | "
-                       f"{notes if configuration.startswith('osiris') else '—'} |")
-    return out
-
-
-def pooled(rows: list[dict[str, Any]]) -> list[str]:
-    """Totals per client and configuration over the sessions every configuration ran."""
-    out = ["| client | configuration | sessions | cumulative input | vs bare | cost | "
-           "vs bare (cost) | needs kept | extra calls | added ms per call (median) |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for client in (CLAUDE_CODE, CODEX):
-        mine = [r for r in rows if r["client"] == client]
-        sessions = sorted({r["session"] for r in mine})
-        complete = [s for s in sessions if all(
-            any(r["session"] == s and r["configuration"] == c and r["status"] == "ok"
-                for r in mine) for c in SESSION_CONFIGURATIONS if any(
-                r["configuration"] == c for r in mine))]
-        if not complete:
-            continue
-        model = COST_MODEL_OF_CLIENT[client]
-        base_tokens = sum(r["cumulative_input_tokens"] for r in mine
-                          if r["configuration"] == BARE and r["session"] in complete)
-        base_cost = sum(r[f"billed_cost_{model}"] for r in mine
-                        if r["configuration"] == BARE and r["session"] in complete)
-        for configuration in SESSION_CONFIGURATIONS:
-            chosen = [r for r in mine if r["configuration"] == configuration
-                      and r["session"] in complete]
-            if not chosen:
-                continue
-            tokens = sum(r["cumulative_input_tokens"] for r in chosen)
-            cost = sum(r[f"billed_cost_{model}"] for r in chosen)
-            kept = sum(r["needs_kept"] + r["needs_retrieved"] for r in chosen)
-            total = sum(r["needs_total"] for r in chosen)
-            added = [r["added_ms_per_call"] for r in chosen
-                     if r.get("added_ms_per_call") is not None]
-            out.append(
-                f"| {client} | {configuration} | {len(chosen)} | {tokens:,} | "
-                f"{_pct(1 - tokens / base_tokens if base_tokens else None)} | ${cost:.4f} | "
-                f"{_pct(1 - cost / base_cost if base_cost else None)} | {kept}/{total} | "
-                f"{sum(r['extra_calls'] for r in chosen)} | "
-                f"{f'{statistics.median(added):+,.0f}' if added else '—'} |")
-    return out

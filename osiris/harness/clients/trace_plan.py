@@ -17,18 +17,27 @@ from osiris.harness.replay.workloads import Session
 SKIPPED_TOOLS = {
     "WebFetch": "needs the network", "WebSearch": "needs the network",
     "Task": "a sub-agent runs its own model conversation",
+    "Agent": "a sub-agent runs its own model conversation",  # Task's name since 2.1
     "apply_patch": "the exec --json log keeps only the paths a patch changed",
     "format_error": "the trace's model answered out of format (no command ran)",
 }
 
 
+_HOME = re.compile(r"^(?:/Users|/home)/[^/]+")
+"""The user's home in a trace's working directory (macOS or Linux; the M-Claude corpus
+redacts the name to ``[USER]``)."""
+
+
 @dataclass(frozen=True)
 class PathMap:
-    """Maps the trace's working directory (and its ``/tmp``) onto the workspace."""
+    """Maps the trace's working directory (and its ``/tmp``) onto the workspace, and with
+    ``home`` the author's home folder (``/Users/x``, ``/Users/[USER]``) onto the client's
+    HOME, so a path the author typed outside the project lands in the scratch user."""
 
     cwd: str | None
     project: Path
     tmp: Path
+    home: Path | None = None
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -40,12 +49,16 @@ class PathMap:
         return value
 
     def text(self, text: str) -> str:
-        """One string mapped: the cwd first, then other ``/tmp/`` paths."""
-        marker = "\x00project\x00"
+        """One string mapped: the cwd first, then the author's home, then ``/tmp/``."""
+        marker, home_marker = "\x00project\x00", "\x00home\x00"
         if self.cwd:
             text = text.replace(self.cwd.rstrip("/"), marker)
+            found = _HOME.match(self.cwd)
+            if self.home is not None and found:
+                text = re.sub(re.escape(found.group(0)) + r"(?![\w.-])", home_marker, text)
+                text = text.replace("~/", home_marker + "/")
         text = re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
-        return text.replace(marker, str(self.project))
+        return text.replace(marker, str(self.project)).replace(home_marker, str(self.home))
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,22 @@ class Planned:
     trace_tool: str
     skip: str | None = None
     """Why the call is not replayed (None: it is)."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A later typed prompt of an interactive session: the user typed ``prompt`` after
+    the model answered ``answer`` (the trace's text ending the turn before); the trace's
+    calls from ``step`` on belong to it."""
+
+    step: int
+    prompt: str
+    answer: str = "Done."
+
+    def received_in(self, last_user_text: str) -> bool:
+        """Whether a request's last user message is this prompt (the client may put
+        reminders before it, never change it)."""
+        return self.prompt.strip()[:200] in last_user_text
 
 
 def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any] | None:

@@ -36,7 +36,9 @@ offers the tool (Codex lists OSIRIS's tools; Claude Code defers them behind its 
 search, so there the client's own tools are used): a grep for the query, a truncated
 answer's ``next`` followed, then range pages, each call counted like any other. A
 compaction request (Claude Code's "create a detailed summary" prompt) is answered with
-the summary the trace's own model wrote at that point (in order), else a fixed line.
+the summary the trace's own model wrote at that point (in order), else a fixed line;
+so is Codex's ("CONTEXT CHECKPOINT COMPACTION", no tools offered), which would
+otherwise pass for a side query.
 Side queries (no tools offered) get ``OK``. The script is stateful (a compaction
 rewrites the history, so the step cannot be read off the request) and thread-safe.
 """
@@ -65,7 +67,7 @@ from osiris.harness.clients.model_script import (
     tool_names,
 )
 from osiris.harness.clients.run import CLAUDE_CODE, MINI_SWE_AGENT
-from osiris.harness.clients.trace_plan import PathMap, Planned
+from osiris.harness.clients.trace_plan import PathMap, Planned, Turn
 from osiris.harness.replay.retrieval import MAX_CALLS, WINDOW_LINES, query_for
 from osiris.harness.replay.workloads import Need, Session
 
@@ -73,6 +75,15 @@ SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 """The command that ends a mini-swe-agent run (its local environment's convention)."""
 COMPACT_MARKER = "Your task is to create a detailed summary of the conversation so far"
 """How Claude Code 2.1.328 asks for a compaction summary (its own prompt text)."""
+CODEX_COMPACT_MARKER = "You are performing a CONTEXT CHECKPOINT COMPACTION"
+"""How Codex 0.169.0 asks for one against a provider that is not OpenAI's own (its
+local compaction prompt; the request offers no tools)."""
+
+
+def is_compaction(request: ModelRequest) -> bool:
+    """Whether the client asks the model for a compaction summary (either client)."""
+    text = last_user_text(request)
+    return COMPACT_MARKER in text or CODEX_COMPACT_MARKER in text
 FALLBACK_SUMMARY = "Summary: the session read the task's files and is continuing it."
 MINI_CUT = "[mini-swe-agent elided"
 """How :func:`observation_text` marks where ``mini.yaml`` cut an output."""
@@ -178,6 +189,10 @@ class TraceScript:
     """A call's whole output by its id, where the client keeps it (mini-swe-agent's
     trajectory file): a need a cut result does not show is then absent, not searched
     for, when the whole output never held it, as for a result shown whole."""
+    turns: list[Turn] = field(default_factory=list)
+    """The later typed prompts of an interactive session, in order: the calls of each
+    segment are issued only once its prompt has arrived, and the segment before ends
+    with the trace's answer (:meth:`_turn_ends`)."""
     needs: list[NeedState] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     """Every action taken: ``{"n", "kind", "step", "tool", "call_id", "is_error"}``."""
@@ -204,6 +219,9 @@ class TraceScript:
         self.side_requests = 0
         self._recall: str | None = None
         self._results: Mapping[str, tuple[str, bool]] = {}
+        self._turn = 0  # the next later prompt not yet received
+        self._waiting = False  # a turn ended: the next prompt has not come yet
+        self.prompts_received = 0
 
     # -- the Script protocol -----------------------------------------------------------
     def reply(self, request: ModelRequest) -> Action:
@@ -211,8 +229,11 @@ class TraceScript:
             return self._reply(request)
 
     def _reply(self, request: ModelRequest) -> Action:
-        if COMPACT_MARKER in last_user_text(request):
+        if is_compaction(request):
             self.compaction_requests += 1
+            # The request carries results the next agent turn may no longer show (Codex
+            # compacts between a call and its follow-up): they answered their calls.
+            self._learn(results_by_id(request))
             summary = self._summaries.pop(0) if self._summaries else FALLBACK_SUMMARY
             # Claude Code asks again, then fails the turn, when the reply has no block.
             return FinalText(f"<summary>\n{summary}\n</summary>")
@@ -227,6 +248,13 @@ class TraceScript:
         signature = (len(items), json.dumps(items[-1:], sort_keys=True, default=str))
         if self._last is not None and self._last[0] == signature:
             return self._last[1]  # the same request again (a client retry)
+        if self._waiting:
+            turn = self.turns[self._turn]
+            if not turn.received_in(last_user_text(request)):
+                return FinalText(turn.answer)  # asked again before the user typed
+            self._waiting = False
+            self._turn += 1
+            self.prompts_received += 1
         self._agent_turns += 1
         self._results = results
         self._recall = recall_tool(tool_names(request))
@@ -294,6 +322,8 @@ class TraceScript:
                 return self._final()
             step = self.calls[self._cursor].step if self._cursor < len(self.calls) else (
                 len(self.session.steps))
+            if self._turn < len(self.turns) and self.turns[self._turn].step <= step:
+                return self._turn_ends()
             due = [s for s in self._due.pop(step, []) if s.outcome == "pending"]
             if self._submits(self._cursor):  # the run ends with it: the final needs first
                 due += [s for s in self._due.pop(len(self.session.steps), [])
@@ -319,6 +349,12 @@ class TraceScript:
                 else None
             return self._issue("trace", planned.step, planned.tool, planned.input,
                                file=str(file) if file else None)
+
+    def _turn_ends(self) -> Action:
+        """The segment before the next typed prompt is done: answer with the trace's text
+        and wait for the prompt (the client sends it once the turn has ended)."""
+        self._waiting = True
+        return FinalText(self.turns[self._turn].answer)
 
     def _submits(self, cursor: int) -> bool:
         """Whether the planned call at ``cursor`` ends a mini-swe-agent run."""

@@ -57,24 +57,29 @@ def manifest(workspaces: Path) -> dict[str, str]:
     return found
 
 
-def unpack(tarball: Path, project: Path, *, includes: Path | None = None) -> None:
+def unpack(tarball: Path, project: Path, *, includes: Path | None = None,
+           tree: str = TREE) -> None:
     """Fill the empty directory ``project`` with the tree of ``tarball`` (see the
-    module docstring); raises :class:`WorkspaceError` if the tarball does not match
-    its manifest or holds a path outside the tree."""
-    expected = manifest(tarball.parent).get(tarball.name)
-    actual = hashlib.sha256(tarball.read_bytes()).hexdigest()
-    if expected != actual:
-        raise WorkspaceError(f"{tarball} has sha256 {actual}, MANIFEST.txt says {expected}")
+    module docstring; ``tree``: its top folder, for the corpus the file's stem); raises
+    :class:`WorkspaceError` if the tarball does not match its folder's manifest or
+    holds a path outside the tree. A folder without ``MANIFEST.txt`` (the corpus, whose
+    ``SOURCES.md`` names the commit of each tree instead) is not checked."""
+    if (tarball.parent / "MANIFEST.txt").exists():
+        expected = manifest(tarball.parent).get(tarball.name)
+        actual = hashlib.sha256(tarball.read_bytes()).hexdigest()
+        if expected != actual:
+            raise WorkspaceError(f"{tarball} has sha256 {actual}, MANIFEST.txt says "
+                                 f"{expected}")
     staging = project.parent / f".{project.name}-unpack"
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     with tarfile.open(tarball, "r:gz") as archive:
         for member in archive.getmembers():
-            if not (member.name == TREE or member.name.startswith(f"{TREE}/")):
-                raise WorkspaceError(f"{tarball}: {member.name!r} is outside {TREE}/")
+            if not (member.name == tree or member.name.startswith(f"{tree}/")):
+                raise WorkspaceError(f"{tarball}: {member.name!r} is outside {tree}/")
         archive.extractall(staging, filter="data")
-    for entry in (staging / TREE).iterdir():
+    for entry in (staging / tree).iterdir():
         shutil.move(str(entry), project / entry.name)
     shutil.rmtree(staging)
     if includes is not None and includes.is_dir():
