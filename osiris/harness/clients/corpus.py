@@ -12,11 +12,12 @@ writes its own. Sessions without a workspace stay replay-only; the stage's note 
 them.
 
 Corpus sessions are long (70–528 calls), so they run in :data:`CORPUS_CONFIGURATIONS`
-only: the bare client and OSIRIS with its default routing. Measured on a 2-core machine
+only: the bare client, OSIRIS with its default routing and context-mode (not OSIRIS's
+per-feature configurations), two sessions at a time
+(:data:`~osiris.harness.clients.sessions.CORPUS_WORKERS`). Measured on a 2-core machine
 (2026-12-03): the 1,573 planned calls of the 8 sessions take about 0.1–0.4 s each bare,
-a little more with OSIRIS, but context-mode's hooks add about 1 s to every call (its
-``imessage-mail`` run: 77 s against 6.5 s bare), which alone would add some 27 minutes
-to a ``nox -s bench`` that must stay under 60.
+a little more with OSIRIS, and context-mode's hooks add about 1 s to every call (its
+``imessage-mail`` run: 77 s against 6.5 s bare), some 27 minutes one at a time.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from osiris.harness.clients.configs import BARE, OSIRIS
+from osiris.harness.clients.configs import BARE, CONTEXT_MODE, OSIRIS
 from osiris.harness.clients.run import CLAUDE_CODE, CODEX
 from osiris.harness.clients.trace_plan import PathMap, Planned, Turn
 from osiris.harness.importers.records import Trace
@@ -32,7 +33,7 @@ from osiris.harness.replay.workloads import Session
 
 CORPUS_CLIENTS = {"claude-code": CLAUDE_CODE, "codex": CODEX}
 """The corpus's folders and the live client of each."""
-CORPUS_CONFIGURATIONS = (BARE, OSIRIS)
+CORPUS_CONFIGURATIONS = (BARE, OSIRIS, CONTEXT_MODE)
 """Where corpus sessions run (bench time: module docstring)."""
 
 

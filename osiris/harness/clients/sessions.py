@@ -38,6 +38,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,12 @@ from osiris.harness.clients.run import (
 )
 from osiris.harness.clients.trace_plan import PathMap, plan
 from osiris.harness.clients.trace_script import TraceScript, is_compaction, summaries_of
-from osiris.harness.clients.workspaces import TREE, traces_with_workspaces, unpack
+from osiris.harness.clients.workspaces import (
+    TREE,
+    commit_tree,
+    traces_with_workspaces,
+    unpack,
+)
 from osiris.harness.importers.records import Trace
 from osiris.harness.importers.traces import load_trace
 from osiris.harness.replay.workloads import Session, session_from_trace
@@ -402,6 +408,19 @@ def run_corpus_session(entry: CorpusSession, configuration: str, *, tools: Tools
                  compaction=compaction_env(entry.client, compact_window, compact_percent))
 
 
+def run_own_session(path: Path, trace: Trace, client: str, fill: Callable[[Path], None],
+                    configuration: str, *, tools: Tools, repo: Path, root: Path = ROOT,
+                    timeout_s: float = SESSION_TIMEOUT_S,
+                    counter: TokenCounter | None = None) -> Measured:
+    """A user's own session file in one configuration of its client, prompt by prompt, in
+    a workspace ``fill`` copies in (``osiris bench clients --session``)."""
+    session = session_from_trace(trace, path.name, str(path))
+    return _play(_Played(path.name, client, trace, session, None, None, session.task_prompt,
+                         interactive=True, fill=fill),
+                 configuration, tools=tools, repo=repo, root=root, timeout_s=timeout_s,
+                 models=(), counter=counter, compaction=compaction_env(client, None))
+
+
 REPLAY_ONLY = "replay only: no workspace"
 """The status of a corpus session that has no workspace (``SOURCES.md``)."""
 
@@ -414,7 +433,8 @@ class _Played:
     client: str
     trace: Trace
     session: Session
-    tarball: Path
+    tarball: Path | None
+    """The workspace's tarball (None: ``fill`` fills it)."""
     includes: Path | None
     prompt: str
     interactive: bool = False
@@ -422,6 +442,8 @@ class _Played:
     log_path: Path | None = None
     tree: str = TREE
     """The tarball's top folder (the corpus: the session file's stem)."""
+    fill: Callable[[Path], None] | None = None
+    """Fills the empty project folder (a user's own workspace), instead of ``tarball``."""
 
 
 def _play(played: _Played, configuration: str, *, tools: Tools, repo: Path, root: Path,
@@ -429,7 +451,11 @@ def _play(played: _Played, configuration: str, *, tools: Tools, repo: Path, root
           compaction: Mapping[str, str]) -> Measured:
     name, client, session = played.name, played.client, played.session
     workspace = Workspace(root / client).reset(client)
-    unpack(played.tarball, workspace.project, includes=played.includes, tree=played.tree)
+    if played.fill is not None:
+        played.fill(workspace.project)
+        commit_tree(workspace.project)
+    elif played.tarball is not None:
+        unpack(played.tarball, workspace.project, includes=played.includes, tree=played.tree)
     started = time.monotonic()
     try:
         installed = install(configuration, client, workspace, tools)
@@ -499,11 +525,20 @@ def run_all(repo: Path, *, quick: bool = False,
     return out
 
 
+CORPUS_WORKERS = 2
+"""Corpus sessions run this many at a time (the machines have 2 cores): each worker has
+its own scratch root and the same sessions every run (by position), so token figures do
+not depend on which worker was free. Their milliseconds are not reported: two clients at
+once disturb each other's timing (the tielec sessions, one at a time, give those)."""
+
+
 def _run_corpus(found: list[CorpusSession], tools: Tools, configurations: Sequence[str],
                 say: Callable[[str], None], root: Path, counter: TokenCounter,
                 out: list[Measured], repo: Path) -> None:
-    """The corpus sessions with a workspace, in :data:`CORPUS_CONFIGURATIONS`; one row
-    for each replay-only session, so the note can name it."""
+    """The corpus sessions with a workspace, in :data:`CORPUS_CONFIGURATIONS`, two at a
+    time (:data:`CORPUS_WORKERS`); one row for each replay-only session, so the note can
+    name it."""
+    jobs: list[tuple[CorpusSession, str]] = []
     for entry in found:
         if entry.tarball is None:
             out.append(Measured(entry.name, entry.client, BARE, REPLAY_ONLY))
@@ -516,12 +551,25 @@ def _run_corpus(found: list[CorpusSession], tools: Tools, configurations: Sequen
                                     f"not installed: {tools.client(entry.client)} is missing "
                                     "(run .ci/install-node-tools)"))
                 continue
+            jobs.append((entry, configuration))
+
+    def worker(slot: int) -> list[Measured]:
+        done = []
+        for entry, configuration in jobs[slot::CORPUS_WORKERS]:
             say(f"clients: {entry.name} in {entry.client} ({configuration})")
             measured = run_corpus_session(entry, configuration, tools=tools, repo=repo,
-                                          root=root, counter=counter)
-            say(f"clients: {measured.status} in {measured.seconds:.0f} s, "
+                                          root=root / f"corpus-{slot}", counter=counter)
+            measured.row["timed"] = False
+            say(f"clients: {entry.name} ({configuration}) {measured.status} in "
+                f"{measured.seconds:.0f} s, "
                 f"{measured.row.get('cumulative_input_tokens', 0):,} tokens")
-            out.append(measured)
+            done.append(measured)
+        return done
+
+    with ThreadPoolExecutor(max_workers=CORPUS_WORKERS) as pool:
+        results = [m for part in pool.map(worker, range(CORPUS_WORKERS)) for m in part]
+    order = {(e.name, c): i for i, (e, c) in enumerate(jobs)}
+    out.extend(sorted(results, key=lambda m: order[(m.session, m.configuration)]))
 
 
 def _run_found(found: list[tuple[Path, Path]], traces_dir: Path, tools: Tools,
@@ -567,5 +615,6 @@ def session_rows(measured: Iterable[Measured]) -> list[dict[str, Any]]:
         base_gaps = json.loads(base.get("gaps_ms") or "[]") if base else []
         paired = [a - b for a, b in zip(gaps, base_gaps, strict=False)]
         row["added_ms_per_call"] = (round(statistics.median(paired), 1)
-                                    if ok and paired and row["configuration"] != BARE else None)
+                                    if ok and paired and row["configuration"] != BARE
+                                    and row.get("timed") is not False else None)
     return rows

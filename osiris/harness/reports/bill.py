@@ -70,6 +70,15 @@ def _spread(mine: list[dict[str, Any]], bare: dict[str, dict[str, Any]],
     return saved(statistics.median(g for g, _ in gains)), f"{saved(worst)} ({_short(session)})"
 
 
+def _added(added: list[float], rows: list[dict[str, Any]], configuration: str) -> str:
+    """The median milliseconds added per call, or why there is none."""
+    if added:
+        return f"{statistics.median(added):+,.0f}"
+    if configuration != BARE and any(r.get("timed") is False for r in rows):
+        return "not timed (ran 2 at a time)"
+    return "—"
+
+
 def _configurations(rows: list[dict[str, Any]], order: Sequence[str]) -> list[str]:
     present = {r["configuration"] for r in rows}
     return [c for c in order if c in present] + sorted(present - set(order))
@@ -130,7 +139,7 @@ def bill_tables(rows: list[dict[str, Any]], order: Sequence[str]) -> list[str]:
                     f"{tokens_cell} | {compactions / len(these):.1f} | {refused} | "
                     f"{sum(int(r['tool_result_tokens']) for r in these):,} | "
                     f"{kept}/{needs} | {sum(int(r['extra_calls']) for r in these)} | "
-                    f"{f'{statistics.median(added):+,.0f}' if added else '—'} |")
+                    f"{_added(added, these, configuration)} |")
                 cells = [saved(_gain(sum(r[f"billed_cost_{m}"] for r in these), base[m]))
                          if configuration != BARE else f"${base[m]:,.4f}"
                          for m in COST_MODELS]
