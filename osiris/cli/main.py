@@ -19,6 +19,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # start-up imports nothing of the harness (a test keeps them equal).
 CLIENT_PROFILES = ("claude-code", "codex", "agent-loop")
 RETRIEVAL_MODELS = ("visible", "paging", "exact")
+# osiris.harness.clients.configs.SESSION_CONFIGURATIONS, likewise.
+SESSION_CONFIGURATIONS = ("bare", "osiris", "osiris-observe", "osiris-read", "osiris-shell",
+                          "context-mode")
 
 
 def _configure_logging(level: str) -> None:
@@ -101,6 +104,8 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     from osiris.harness.bench.runner import run
 
     repo = Path(args.repo).resolve()
+    if args.session or args.workspace:
+        return _bench_own_session(repo, args)
     if not (repo / "datasets" / "traces").is_dir():
         sys.stderr.write(f"osiris: {repo} has no datasets/traces: run the benchmark from a "
                          "clone of the OSIRIS repository or pass --repo\n")
@@ -119,6 +124,43 @@ def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # e.g. the real-client stage's scratch root is busy
         sys.stderr.write(f"osiris: {exc}\n")
         return EXIT_FAILED
+    return EXIT_OK
+
+
+def _bench_own_session(repo: Any, args: argparse.Namespace) -> int:
+    """``osiris bench clients --session FILE --workspace DIR_OR_TARBALL``."""
+    from pathlib import Path
+
+    from osiris.harness.clients.own_session import OwnSessionError, play
+
+    if not (args.session and args.workspace):
+        sys.stderr.write("osiris: --session and --workspace go together: the session file "
+                         "and the project it ran in\n")
+        return EXIT_USAGE
+    if [s for s in args.stage_names if s != "clients"] or args.stage:
+        sys.stderr.write("osiris: --session runs the clients stage only\n")
+        return EXIT_USAGE
+    try:
+        doc = play(Path(args.session).expanduser(), Path(args.workspace).expanduser(), repo,
+                   configurations=tuple(args.configuration or ()) or None,
+                   say=lambda m: sys.stderr.write(f"[bench] {m}\n"))
+    except OwnSessionError as exc:
+        sys.stderr.write(f"osiris: {exc}\n")
+        return EXIT_USAGE
+    if args.json:
+        _print_json(doc)
+        return EXIT_OK
+    for name, figures in doc["configurations"].items():
+        if figures["status"] != "ok":
+            sys.stdout.write(f"{name}: {figures['status']}\n")
+            continue
+        gain = figures["vs_bare_cumulative_input"]
+        against = "" if name == "bare" or gain is None else (
+            f" ({abs(gain):.2%} {'saved' if gain >= 0 else 'more'})")
+        sys.stdout.write(
+            f"{name}: {figures['cumulative_input_tokens']:,} input tokens{against}, "
+            f"needs kept {figures['needs_kept']}/{figures['needs_total']}, "
+            f"{figures['compactions']} compactions, {figures['extra_calls']} extra calls\n")
     return EXIT_OK
 
 
@@ -337,6 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "three: visible, paging, exact)")
     bench.add_argument("--client", choices=CLIENT_PROFILES,
                        help="replay every trace inside this client (default: its own)")
+    bench.add_argument("--session", metavar="FILE",
+                       help="with the clients stage: play this session file of yours (Claude "
+                       "Code or Codex) through its real client, bare and with OSIRIS "
+                       "(context-mode where installed)")
+    bench.add_argument("--workspace", metavar="DIR_OR_TARBALL",
+                       help="the project the --session ran in (a folder or .tar/.tar.gz/.tgz; "
+                       "copied, never changed)")
+    bench.add_argument("--configuration", action="append", choices=SESSION_CONFIGURATIONS,
+                       help="with --session: only these configurations (bare always runs)")
+    bench.add_argument("--json", action="store_true",
+                       help="with --session: print the figures as JSON")
     bench.set_defaults(func=cmd_bench)
     replay = sub.add_parser(
         "replay", help="what OSIRIS would have saved on your own agent sessions",
