@@ -8,7 +8,7 @@ import re
 import polars as pl
 
 from osiris.harness.clients.configs import SESSION_CONFIGURATIONS
-from osiris.harness.reports.bill import bill_tables, saved
+from osiris.harness.reports.bill import bill_tables, saved, source_of
 from tests.conftest import REPO
 
 ROWS = REPO / "reports" / "data" / "clients_sessions.parquet"
@@ -25,23 +25,30 @@ def test_the_first_table_bills_each_client_and_source_against_the_bare_client() 
     text = "\n".join(bill_tables(rows, SESSION_CONFIGURATIONS))
     # No bare signed percentage anywhere: every comparison is in words.
     assert not re.search(r"\| [+-]\d+\.\d+% \|", text)
+    sections = 0
     for client, model in (("claude-code", "anthropic-5m"), ("codex", "openai-auto")):
-        mine = [r for r in rows if r["client"] == client and r["status"] == "ok"]
-        bare = sum(r[f"billed_cost_{model}"] for r in mine if r["configuration"] == "bare")
-        osiris = sum(r[f"billed_cost_{model}"] for r in mine if r["configuration"] == "osiris")
-        section = text.split(f"**{client}, ")[1].split("\n\n**")[0]
-        line = next(x for x in section.splitlines() if x.startswith("| osiris |"))
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[1] == f"${osiris:,.4f}"
-        assert cells[2] == saved(1 - osiris / bare)
-        # The worst session is named, and no session does worse than it.
-        per_session = {r["session"]: r[f"billed_cost_{model}"] for r in mine
-                       if r["configuration"] == "osiris"}
-        base = {r["session"]: r[f"billed_cost_{model}"] for r in mine
-                if r["configuration"] == "bare"}
-        worst = min(per_session, key=lambda s: 1 - per_session[s] / base[s])
-        assert cells[4] == (f"{saved(1 - per_session[worst] / base[worst])} "
-                            f"({'/'.join(worst.split('/')[1:3])})")
+        everything = [r for r in rows if r["client"] == client and r["status"] == "ok"]
+        for source in sorted({source_of(r) for r in everything}):
+            mine = [r for r in everything if source_of(r) == source]
+            bare = sum(r[f"billed_cost_{model}"] for r in mine if r["configuration"] == "bare")
+            osiris = sum(r[f"billed_cost_{model}"] for r in mine
+                         if r["configuration"] == "osiris")
+            section = text.split(f"**{client}, {source}** ")[1].split("\n\n**")[0]
+            line = next(x for x in section.splitlines() if x.startswith("| osiris |"))
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            assert cells[1] == f"${osiris:,.4f}"
+            assert cells[2] == saved(1 - osiris / bare)
+            # The worst session is named, and no session does worse than it.
+            per_session = {r["session"]: r[f"billed_cost_{model}"] for r in mine
+                           if r["configuration"] == "osiris"}
+            base = {r["session"]: r[f"billed_cost_{model}"] for r in mine
+                    if r["configuration"] == "bare"}
+            worst = min(per_session, key=lambda s: 1 - per_session[s] / base[s])
+            assert cells[4] == (f"{saved(1 - per_session[worst] / base[worst])} "
+                                f"({'/'.join(worst.split('/')[1:3])})")
+            sections += 1
+    # Each client has the corpus and tielec apart, never pooled together.
+    assert sections >= 4
     # Every cache model is there, the bare client's bill in dollars, the rest in words.
     assert "| codex | tielec-ai-workflow-agent | bare | $" in text
     assert re.search(r"\| claude-code \| [\w-]+ \| osiris \| \d+\.\d\d% (saved|more) \|", text)
