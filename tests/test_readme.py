@@ -112,3 +112,14 @@ def test_a_quick_run_leaves_reports_and_readme_alone(tmp_path: Path) -> None:
     assert (quick / "PERF.md").exists()
     assert "## This run" in (quick / "PERF.md").read_text()
     assert render(quick)["duration"].startswith("The last run (quick, stages mcp) took ")
+
+
+def test_the_replay_block_keeps_each_source_apart_in_words() -> None:
+    traces = render(REPO / "reports")["traces"]
+    table = [line for line in traces.splitlines() if line.startswith("| ")][1:]
+    sources = {tuple(c.strip() for c in line.strip("|").split("|")[:2]) for line in table}
+    for client in ("claude-code", "codex"):
+        assert {(client, "tielec"), (client, "corpus")} <= sources
+    # Every comparison says which way it goes: no bare signed percentage.
+    assert not re.search(r"[|*(:] ?[+-]\d+\.\d+%", traces)
+    assert re.search(r"\*\*\d+\.\d\d% (saved|more)\*\*", traces)

@@ -119,8 +119,9 @@ def _corpus_note(rows: list[dict[str, Any]], replay_only: list[str]) -> list[str
     text = ("The `corpus/` sessions are public interactive sessions (`datasets/corpus/`), "
             "played prompt by prompt: each later typed prompt is sent once the client has "
             "ended the turn before, and the model issues the calls the author's session "
-            "made after it; they run bare and with OSIRIS only (context-mode's hooks add about "
-            "a second to each of their 1,573 calls: bench time).")
+            "made after it; they run bare, with OSIRIS and with context-mode (not the per-feature "
+            "configurations), two sessions at a time, so their added milliseconds are not "
+            "timed.")
     if replay_only:
         text += (" Without a workspace, replay only (not played here): "
                  + ", ".join(f"`{name}`" for name in replay_only) + ".")

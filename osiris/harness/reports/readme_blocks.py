@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from osiris.harness.reports.bill import saved
 from osiris.harness.reports.report import (
     CLIENT_COST_MODEL,
     CLIENT_ORDER,
@@ -106,52 +107,58 @@ def _peer_labels(reports: Reports) -> dict[str, str]:
 
 
 def block_traces(reports: Reports) -> str:
-    """The real agent sessions inside their clients: one row per client, OSIRIS against the
-    bare client, with the best peer, under visible retrieval; then what it means."""
+    """The real agent sessions inside their clients: one row per client and source (the
+    tielec traces, the public corpus), OSIRIS against the bare client, with the best peer,
+    under visible retrieval, every comparison in words; then what it means."""
     rows = reports.rows("results")
-    traces = select_rows(rows, "traces")
-    if not traces:
+    sources = [("tielec", select_rows(rows, "traces")), ("corpus", select_rows(rows, "corpus"))]
+    if not any(part for _, part in sources):
         return "The committed reports hold no replay of real agent sessions.\n"
     peers = _peer_labels(reports)
     lines = ["Real agent sessions replayed inside the client that produced them, as that "
              "client really behaves (its measured prompt head, its cuts of large outputs, its "
              "compaction) and with only the routing OSIRIS really has there; every need a "
              "later call used had to come back through what the agent could see "
-             "(`visible` retrieval, each call charged):", "",
-             "| client | sessions | bare client: tokens re-sent | OSIRIS | vs bare client | "
-             "median per session | billed cost vs bare | needs kept | best peer |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "(`visible` retrieval, each call charged). *tielec* is one team's automated "
+             "agent (`datasets/traces/`), *corpus* public interactive sessions from other "
+             "projects (`datasets/corpus/`):", "",
+             "| client | source | sessions | bare client: tokens re-sent | OSIRIS | "
+             "vs bare client | median session | billed cost vs bare | needs kept | "
+             "best peer |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     notes = []
     for client in CLIENT_ORDER:
-        part = [r for r in traces if r.get("client") == client]
-        totals = _pool(part)
-        base, ours = totals.get("client-native"), totals.get("osiris-adaptive")
-        if not (base and ours):
-            continue
-        model = CLIENT_COST_MODEL[client]
-        gain = 1 - ours["cumulative"] / base["cumulative"]
-        median = session_median(part, "osiris-adaptive")
-        cost = 1 - ours[model] / base[model] if base[model] else None
-        ranked = sorted((s for s in totals if s in peers), key=lambda s: totals[s]["cumulative"])
-        best = "—"
-        if ranked:
-            leader = totals[ranked[0]]["cumulative"]
-            best = f"{peers[ranked[0]]} {_pct(1 - leader / base['cumulative'])}"
-        sessions = len({r["session"] for r in part})
-        lines.append(f"| {client} | {sessions} | {_n(base['cumulative'])} | "
-                     f"{_n(ours['cumulative'])} | **{_pct(gain)}** | {_pct(median)} | "
-                     f"{_pct(cost)} ({model}) | {int(ours['found'])}/{int(ours['needs'])} | "
-                     f"{best} |")
-        if gain < 0:
-            notes.append(f"inside {client} OSIRIS re-sends {_pct(-gain).lstrip('+')} more than "
-                         "the bare client")
+        for source, chosen in sources:
+            part = [r for r in chosen if r.get("client") == client]
+            totals = _pool(part)
+            base, ours = totals.get("client-native"), totals.get("osiris-adaptive")
+            if not (base and ours):
+                continue
+            model = CLIENT_COST_MODEL[client]
+            gain = 1 - ours["cumulative"] / base["cumulative"]
+            cost = 1 - ours[model] / base[model] if base[model] else None
+            ranked = sorted((s for s in totals if s in peers),
+                            key=lambda s: totals[s]["cumulative"])
+            best = "—"
+            if ranked:
+                leader = totals[ranked[0]]["cumulative"]
+                best = f"{peers[ranked[0]]}: {saved(1 - leader / base['cumulative'])}"
+            sessions = len({r["session"] for r in part})
+            lines.append(f"| {client} | {source} | {sessions} | {_n(base['cumulative'])} | "
+                         f"{_n(ours['cumulative'])} | **{saved(gain)}** | "
+                         f"{saved(session_median(part, 'osiris-adaptive'))} | "
+                         f"{saved(cost)} ({model}) | "
+                         f"{int(ours['found'])}/{int(ours['needs'])} | {best} |")
+            if gain < 0:
+                notes.append(f"inside {client} ({source}) OSIRIS re-sends {saved(gain)} "
+                             "than the bare client")
     exact = select_rows(rows, "traces", retrieval="exact")
     upper = []
     for client in CLIENT_ORDER:
         totals = _pool([r for r in exact if r.get("client") == client])
         base, ours = totals.get("client-native"), totals.get("osiris-adaptive")
         if base and ours:
-            upper.append(f"{client} {_pct(1 - ours['cumulative'] / base['cumulative'])}")
+            upper.append(f"{client} {saved(1 - ours['cumulative'] / base['cumulative'])}")
     text = []
     if notes:
         text.append("Where OSIRIS loses: " + "; ".join(notes)
@@ -160,8 +167,9 @@ def block_traces(reports: Reports) -> str:
                     "measures — and its tool listing and instructions ride along in every "
                     "prompt).")
     if upper:
-        text.append("An agent that searched for the exact string it needs (an upper bound no "
-                    "agent reaches) would give " + ", ".join(upper) + ".")
+        text.append("On the tielec sessions, an agent that searched for the exact string it "
+                    "needs (an upper bound no agent reaches) would give " + ", ".join(upper)
+                    + ".")
     if text:
         lines += ["", " ".join(text)]
     return "\n".join(lines) + "\n"
