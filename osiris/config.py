@@ -130,6 +130,11 @@ class Settings:
     """OSIRIS_HOOK_TOOL: ``on`` lists ``osiris_hook``, the tool Claude Code's ``mcp_tool``
     hooks call (``osiris install claude-code`` sets it in the server's environment), so
     that a hooked tool call costs no new process; ``off`` (the default) leaves it out."""
+    surface: str = "full"
+    """OSIRIS_SURFACE: ``full`` (every tool, the resources and the whole doctrine) or
+    ``hooks`` (only ``osiris_recall``, no resources, a two-line doctrine): what an agent
+    whose client's hooks already route its calls needs, and costs it in every request
+    (``osiris install claude-code`` sets it in the server's environment)."""
     early_answers: bool = True
     """OSIRIS_EARLY_ANSWERS: a stdio server answers the handshake and the first
     ``tools/list`` from its last start's answers while the MCP SDK loads."""
@@ -262,6 +267,7 @@ class Settings:
                                  _positive_float, "a positive number of seconds, e.g. 30"),
             write_behind=_get(env, "OSIRIS_WRITE_BEHIND", True, _on_off, "on or off"),
             hook_tool=_get(env, "OSIRIS_HOOK_TOOL", False, _on_off, "on or off"),
+            surface=_get(env, "OSIRIS_SURFACE", defaults.surface, _surface, "full or hooks"),
             early_answers=_get(env, "OSIRIS_EARLY_ANSWERS", True, _on_off, "on or off"),
         )._checked()
 
@@ -338,6 +344,12 @@ def _on_off(raw: str) -> bool:
     if lowered not in ("on", "off"):
         raise ValueError(raw)
     return lowered == "on"
+
+
+def _surface(raw: str) -> str:
+    if raw not in ("full", "hooks"):
+        raise ValueError(raw)
+    return raw
 
 
 def _tool_names(raw: str) -> str:

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from osiris.clients import shell_output
+from osiris.clients import session_size, shell_output
 from osiris.config import Settings
 from osiris.core import client_hooks
 from osiris.core.client_hooks import HookCall
@@ -97,17 +97,24 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
     if found is not None:
         text, failed = found.text, failed or found.exit_code not in (0, None)
         shell = {"exit_code": found.exit_code, "complete": found.complete}
+    prompt = session_size.prompt_tokens(call) if client == CLIENT else None
     answer = engine.observe(f"session:{call.session_id}", "error" if failed else "result",
                             tool=call.tool, args=call.tool_input, result=text,
                             actor=f"{client}:{call.session_id}", client_format=client,
                             client_event=call.event, cwd=call.cwd,
                             tool_use_id=call.tool_use_id, subagent=call.agent_id,
-                            principal=principal, shell=shell)
+                            principal=principal, shell=shell,
+                            session=None if prompt is None else {"prompt_tokens": prompt})
     output = dict(answer["client_output"])
     replaced = answer.get("replaced")
     if replaced is not None:
         output = client_hooks.with_replaced_shell_output(output, str(replaced["text"]),
                                                           call.response, client)
+    shaped = answer.get("replaced_read")
+    if shaped is not None:
+        output = client_hooks.with_replaced_read_output(
+            output, str(shaped["content"]), int(shaped["lines"]), str(shaped["context"]),
+            call.response)
     return output
 
 

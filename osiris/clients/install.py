@@ -108,6 +108,10 @@ class InstallRequest:
         env = {"OSIRIS_HOME": str(self.osiris_home)}
         if self.roots:
             env["OSIRIS_ROOTS"] = ";".join(str(root) for root in self.roots)
+        if self.client == "claude-code" and self.hooks != "none":
+            # The hooks start, observe and precheck every call: the agent needs only
+            # osiris_recall, and pays for every other tool name and note in every request.
+            env["OSIRIS_SURFACE"] = "hooks"
         return env
 
     @property
@@ -121,6 +125,7 @@ class InstallRequest:
         env = self.env()
         if self.mcp_tool_hooks:
             env["OSIRIS_HOOK_TOOL"] = "on"
+
         entry.update(command=self.python, args=list(SERVER_ARGS), env=env)
         return entry
 

@@ -18,7 +18,7 @@ from osiris.errors import ConfigError
 SERVER_ARGS = ["-m", "osiris"]
 
 
-OWN_ENV = ("OSIRIS_HOME", "OSIRIS_ROOTS", "OSIRIS_HOOK_TOOL")
+OWN_ENV = ("OSIRIS_HOME", "OSIRIS_ROOTS", "OSIRIS_HOOK_TOOL", "OSIRIS_SURFACE")
 
 
 HOOK_CLIENTS = ("claude-code ", "codex ")

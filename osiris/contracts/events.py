@@ -513,6 +513,51 @@ class RouteReread(Event):
     """The ``route.served`` event of the earlier read."""
 
 
+class RoutePayoff(Event):
+    """Whether routing one output paid, with every number of the decision
+    (:mod:`osiris.core.payoff`), so a notebook can replay and tune it."""
+
+    kind: str
+    """``read``, ``shell``, ``search`` or ``mcp``."""
+    result_tokens: int
+    """The output's size."""
+    shown_tokens: int
+    """What routing would show instead."""
+    prompt_tokens: int
+    """The client's prompt before the output joins it (0: unknown)."""
+    requests_so_far: int
+    """The task's calls before this one."""
+    compaction_at_tokens: int
+    """The prompt size at which the client compacts."""
+    future_requests: float
+    """Later requests expected to carry the output."""
+    saving: float
+    """Input-price token units saved by showing less."""
+    recall_cost: float
+    """Expected input-price token units of asking for the rest back."""
+    route: bool
+    """The verdict: routed (true) or shown as the client shows it."""
+    what: str
+    """The call: tool and arguments, or the file, cut to 300 characters."""
+
+
+class RouteReadShaped(Event):
+    """A mid-size whole-file ``Read`` shown as its first lines, an outline and its ref."""
+
+    path: str
+    """The file's resolved path."""
+    ref: str
+    """The ref the whole file is stored under."""
+    lines: int
+    """The file's lines."""
+    tokens: int
+    """The file's size in tokens."""
+    shown_lines: int
+    """The lines shown (from line 1)."""
+    shown_tokens: int
+    """Tokens shown: those lines, the outline and the note."""
+
+
 EVENTS: dict[str, object] = {
     "task.start": TaskStart, "task.update": TaskUpdate, "task.resume": TaskResume,
     "task.restore": TaskRestore, "task.status": TaskStatus, "memory.write": MemoryWrite,
@@ -530,6 +575,7 @@ EVENTS: dict[str, object] = {
     "handoff.complete": HandoffComplete, "handoff.result": HandoffResult,
     "client.compacted": ClientCompacted, "route.read": RouteRead,
     "route.output": RouteOutput, "route.served": RouteServed, "route.reread": RouteReread,
+    "route.payoff": RoutePayoff, "route.read_shaped": RouteReadShaped,
 }
 """Every event kind OSIRIS journals, and its record (a union where a kind has two
 shapes)."""
@@ -545,5 +591,6 @@ EventKind = Literal[
     "recall", "answer", "checkpoint.snapshot", "checkpoint.trim", "checkpoint.compact",
     "checkpoint.clear", "checkpoint.report", "checkpoint.restore", "checkpoint.resume",
     "handoff.create", "handoff.accept", "handoff.complete", "handoff.result",
-    "client.compacted", "route.read", "route.output", "route.served", "route.reread"]
+    "client.compacted", "route.read", "route.output", "route.served", "route.reread",
+    "route.payoff", "route.read_shaped"]
 """The kinds, for the type checker (a test keeps it equal to :data:`EVENTS`' keys)."""

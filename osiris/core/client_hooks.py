@@ -138,7 +138,7 @@ def parse_hook_input(raw: bytes | str, event: str) -> HookCall:
 
 
 HOOK_FIELDS = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
-               "tool_use_id", "tool_response", "error", "agent_id")
+               "tool_use_id", "tool_response", "error", "agent_id", "transcript_path")
 """The hook input fields an ``mcp_tool`` hook passes to ``osiris_hook``, each as
 ``"${field}"``. Claude Code 2.1.328 fills in a string as it is, an object or array as
 its compact JSON text (``JSON.stringify``), and a missing field as the empty string."""
@@ -383,6 +383,26 @@ def with_replaced_shell_output(output: dict[str, Any], text: str, response: Any,
     return {**output, "hookSpecificOutput": inner}
 
 
+def with_replaced_read_output(output: dict[str, Any], content: str, lines: int,
+                              context: str, response: Any) -> dict[str, Any]:
+    """``output`` with a whole-file ``Read`` shown as ``content`` (its first ``lines``
+    lines) and ``context`` beside it.
+
+    Claude Code (2.1.328) checks ``updatedToolOutput`` against the Read tool's output
+    shape (``{"type": "text", "file": {filePath, content, numLines, startLine,
+    totalLines}}``; a plain string is ignored) and numbers the lines from ``startLine``
+    itself; its read-before-edit state comes from the read it made, so edits work."""
+    if not isinstance(response, dict) or response.get("type") != "text" \
+            or not isinstance(response.get("file"), dict):
+        return output  # not the shape Claude Code would accept back: left as it is
+    file = {**response["file"], "content": content, "numLines": lines, "startLine": 1}
+    inner = dict(output.get("hookSpecificOutput") or {"hookEventName": "PostToolUse"})
+    inner["updatedToolOutput"] = {**response, "file": file}
+    inner["additionalContext"] = "\n".join(
+        filter(None, (inner.get("additionalContext"), context)))
+    return {**output, "hookSpecificOutput": inner}
+
+
 def session_start_output(context: str) -> dict[str, Any]:
     """SessionStart's answer that puts ``context`` in front of the model."""
     return {"hookSpecificOutput": {"hookEventName": SESSION_EVENT,
@@ -398,6 +418,8 @@ def shown_text(output: dict[str, Any]) -> str:
     updated = inner.get("updatedToolOutput")
     if isinstance(updated, dict) and updated.get("stdout"):
         parts.append(str(updated["stdout"]))
+    if isinstance(updated, dict) and isinstance(updated.get("file"), dict):
+        parts.append(str(updated["file"].get("content") or ""))
     if output.get("decision") == "block" and output.get("reason"):
         parts.append(str(output["reason"]))
     return "\n".join(parts)

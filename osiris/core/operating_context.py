@@ -130,11 +130,21 @@ def parse_operating_context(text: str) -> OperatingContext:
         enforce=enforce, defaults=dict(defaults), doctrine=doctrine)
 
 
-def instructions_text(context: OperatingContext | None) -> str:
-    """The MCP ``instructions``: the built-in doctrine, then the operator's summary."""
+HOOKS_DOCTRINE = ""
+"""The instructions of the ``hooks`` surface (``OSIRIS_SURFACE=hooks``): none. The
+client's hooks start, observe and precheck every call, and every output a hook shortens
+says itself how to get the rest back (its ref, ``osiris_recall``, ``Read`` with
+offset/limit); a client puts a server's instructions, under a heading of its own, in
+every request."""
+
+
+def instructions_text(context: OperatingContext | None, surface: str = "full") -> str:
+    """The MCP ``instructions``: the built-in doctrine (the ``hooks`` surface's short
+    one), then the operator's summary."""
+    doctrine = HOOKS_DOCTRINE if surface == "hooks" else DOCTRINE
     if context is None or not context.summary:
-        return DOCTRINE
-    return f"{DOCTRINE}\n\n{context.summary}"
+        return doctrine
+    return "\n\n".join(filter(None, (doctrine, context.summary)))
 
 
 def resolve_project(context: OperatingContext | None, project_id: object,

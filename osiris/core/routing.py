@@ -79,6 +79,23 @@ class RoutingConfig:
     to the earlier result instead of a second copy (Claude Code)."""
     outline_tokens: int = 700
     """The most a windowed read's outline may take."""
+    payoff: bool = True
+    """Route an output only when the cache arithmetic says it pays
+    (:mod:`osiris.core.payoff`: the tokens kept out of every later request against the
+    expected price of asking for them back); false: by size thresholds alone."""
+    compaction_at_tokens: int = 167_000
+    """The prompt size at which the client compacts (Claude Code on a 200k-token model;
+    ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` in the hook's environment overrides it): what a
+    result is carried in until then is what routing it saves."""
+    read_shape: bool = True
+    """Show a mid-size whole-file ``Read`` (from ``read_shape_min_tokens`` up to
+    ``read_threshold_tokens``) as its first ``read_shape_lines`` lines and an outline with
+    line numbers, when the payoff says so (Claude Code: ``updatedToolOutput``)."""
+    read_shape_min_tokens: int = 2_000
+    read_shape_lines: int = 80
+    shell_min_tokens: int = 600
+    """With ``payoff``, a shell output from this size is a candidate for a preview (the
+    arithmetic decides); without, ``shell_preview_tokens`` is the threshold."""
     preview_tokens: int = 500
     """The size of a preview that replaces an output."""
 
@@ -162,6 +179,20 @@ def read_context(path: str, *, lines: int, tokens: int, ref: str, window: int,
         parts.append("Outline (line: symbol):\n" + "\n".join(outline)
                      + ("\n… (every few symbols shown; osiris_recall op=\"outline\" for all)"
                         if outline_cut else ""))
+    return "\n".join(parts)
+
+
+def shaped_read_context(path: str, *, lines: int, tokens: int, ref: str, shown: int,
+                        outline: list[str], outline_cut: bool) -> str:
+    """The note beside a mid-size ``Read`` shown as its first lines (reaches the model
+    verbatim, after the numbered lines the client renders)."""
+    parts = [f"OSIRIS showed lines 1-{shown} of {path} ({lines:,} lines, {tokens:,} tokens; "
+             f"the whole file is stored as {ref}). For any other part: Read with "
+             f"offset/limit (line numbers below), or osiris_recall(ref=\"{ref}\", "
+             "op=\"grep\"|\"range\"). Edits work as after a full Read."]
+    if outline:
+        parts.append("Outline (line: symbol):\n" + "\n".join(outline)
+                     + ("\n… (every few symbols shown)" if outline_cut else ""))
     return "\n".join(parts)
 
 

@@ -234,7 +234,7 @@ class Engine:
             shown = None
             if client_format is not None:
                 output = client_hooks.pre_tool_use_decision(
-                    answer, client_sessions.first_sight_note(task_id) if created else None,
+                    answer, self._first_sight(task_id, created),
                     tool=tool)
                 route = None if client_hooks.objects(output) else self._route_call(
                     tx, task_id, tool, args or {}, cwd, subagent)
@@ -248,6 +248,13 @@ class Engine:
                     answer["route"] = route
             account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)
         return answer
+
+    def _first_sight(self, task_id: str, created: bool) -> str | None:
+        """The note a hook adds when OSIRIS starts a task for a client's session: none on
+        the ``hooks`` surface, whose one tool (``osiris_recall``) needs no task id."""
+        if not created or self.ctx.settings.surface == "hooks":
+            return None
+        return client_sessions.first_sight_note(task_id)
 
     def _route_call(self, tx: Tx, task_id: str, tool: str, args: dict[str, Any],
                     cwd: str | None, subagent: str | None) -> dict[str, Any] | None:
@@ -272,7 +279,8 @@ class Engine:
 
     def _replace_mcp_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
                             result: Any, kind: str, client: str, event: str,
-                            output: dict[str, Any]) -> dict[str, Any]:
+                            output: dict[str, Any], session: dict[str, Any] | None,
+                            ) -> dict[str, Any]:
         """Another MCP server's large output, replaced by its preview and ref."""
         if not tool or not foreign_mcp_tool(tool) or not isinstance(result, str) \
                 or event != "PostToolUse":
@@ -283,7 +291,8 @@ class Engine:
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool,
             args=args if isinstance(args, dict) else {}, failed=kind == "error",
-            config=config, threshold=config.mcp_threshold_tokens)
+            config=config, threshold=config.mcp_threshold_tokens, kind="mcp",
+            session=session)
         if stored is None:
             return output
         text = replaced_output(stored["preview"], ref=stored["ref"], tokens=stored["tokens"],
@@ -296,7 +305,7 @@ class Engine:
 
     def _replace_shell_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
                               result: Any, client: str, shell: dict[str, Any],
-                              ) -> dict[str, Any] | None:
+                              session: dict[str, Any] | None) -> dict[str, Any] | None:
         """A client's large shell output, stored; the text its hook shows instead (None:
         the output reaches the model as the client shows it). ``shell``: what the client
         adapter found about the call (``exit_code``, None when the client did not say;
@@ -311,7 +320,8 @@ class Engine:
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool, args=args,
             failed=exit_code not in (0, None), config=config,
-            threshold=config.shell_preview_tokens)
+            threshold=config.shell_min_tokens if config.payoff else config.shell_preview_tokens,
+            kind="shell", session=session)
         if stored is None:
             return None
         complete = bool(shell.get("complete", True))
@@ -372,7 +382,8 @@ class Engine:
                 tool_use_id: str | None = None, subagent: str | None = None,
                 prepared: PayloadWork | None = None,
                 routed: str | None = None,
-                shell: dict[str, Any] | None = None) -> dict[str, Any]:
+                shell: dict[str, Any] | None = None,
+                session: dict[str, Any] | None = None) -> dict[str, Any]:
         """Record what happened this turn; check the SEAL; store provider usage.
 
         ``routed``: a loop that owns its history (:mod:`osiris.agent`) puts the answer's
@@ -390,8 +401,13 @@ class Engine:
         ``shell``: the call was a shell command that ran in the client's shell and
         ``result`` is its output as the client adapter found it (``{"exit_code": int |
         None, "complete": bool}``); when that output is large the answer's ``replaced``
-        is what the hook shows the model instead."""
+        is what the hook shows the model instead; for a mid-size whole-file ``Read`` that
+        routing shapes, ``replaced_read`` holds the lines shown and the note beside them.
+        ``session``: what the client adapter read of the session so far
+        (``prompt_tokens``: its last request's prompt; ``compaction_at_tokens``: where the
+        client compacts), the inputs of the payoff (:mod:`osiris.core.payoff`)."""
         check_client_format(client_format)
+        session = _checked_session(session)
         subagent = client_sessions.check_subagent(subagent)
         if routed is not None and (not isinstance(routed, str)
                                    or len(routed) > routing_core.MAX_ROUTED_HINT_CHARS
@@ -415,18 +431,32 @@ class Engine:
             if client_format is not None:
                 output = client_hooks.post_tool_use_output(
                     answer, client_event,
-                    client_sessions.first_sight_note(task_id) if created else None)
+                    self._first_sight(task_id, created))
                 output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
-                                                  client_format, client_event, output)
+                                                  client_format, client_event, output,
+                                                  session)
+                shaped = None
                 if tool == "Read" and kind != "error" and isinstance(args, dict):
-                    routing_ops.record_served(self.ctx, tx, task_id, args, cwd, tool_use_id,
-                                              subagent)
+                    served = args
+                    if client_format == "claude-code" and client_event == "PostToolUse" \
+                            and isinstance(result, str):
+                        shaped = routing_ops.shape_read(
+                            self.ctx, tx, task_id, args, result, cwd,
+                            routing_ops.config_of(self.ctx, tx), session)
+                    if shaped is not None:
+                        served = {**args, "offset": 1, "limit": shaped["lines"]}
+                    routing_ops.record_served(self.ctx, tx, task_id, served, cwd,
+                                              tool_use_id, subagent)
                 answer, shown = {**answer, "client_output": output}, \
                     client_hooks.shown_text(output)
+                if shaped is not None:
+                    answer["replaced_read"] = shaped
+                    shown = "\n".join(filter(None, (shown, shaped["content"],
+                                                     shaped["context"])))
                 replaced = None
                 if shell is not None and kind != "action" and client_event == "PostToolUse":
                     replaced = self._replace_shell_output(tx, task_id, tool, args, result,
-                                                          client_format, shell)
+                                                          client_format, shell, session)
                 if replaced is not None:
                     answer["replaced"] = replaced
                     shown = "\n".join(filter(None, (shown, replaced["text"])))
@@ -535,3 +565,18 @@ class Engine:
         if row is None:
             raise NotFoundError(f"{ref} is unknown to this OSIRIS home")
         return self.store.refs.get(ref), str(row[0])
+
+
+def _checked_session(session: Any) -> dict[str, Any] | None:
+    """``observe(session=…)``: a mapping of non-negative integers under known keys."""
+    if session is None:
+        return None
+    if not isinstance(session, dict) or not set(session) <= SESSION_KEYS or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for v in session.values()):
+        raise InvalidInputError("session must be an object of non-negative integers with "
+                                "the keys " + ", ".join(sorted(SESSION_KEYS)))
+    return session
+
+
+SESSION_KEYS = frozenset({"prompt_tokens", "compaction_at_tokens"})

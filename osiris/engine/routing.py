@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from osiris.core import routing
+from osiris.core import payoff, routing
 from osiris.core.outline import detect_language, outline_symbols
 from osiris.core.preview import make_preview
 from osiris.core.routing import RoutingConfig
@@ -102,13 +102,50 @@ def _outline(ctx: EngineContext, text: str, path: str, budget: int) -> tuple[lis
     return entries[:1], True
 
 
+def requests_so_far(tx: Tx, task_id: str) -> int:
+    """The calls the task has made (each a request of the client's model, about)."""
+    row = tx.con.execute("SELECT count(*) FROM calls WHERE task_id = ?", [task_id]).fetchone()
+    return int(row[0]) if row else 0
+
+
+def pays(ctx: EngineContext, tx: Tx, task_id: str, *, kind: str, result_tokens: int,
+         shown_tokens: int, session: dict[str, Any] | None, config: RoutingConfig,
+         what: str) -> bool:
+    """Whether routing an output pays (:mod:`osiris.core.payoff`), journaled with every
+    number (``route.payoff``) so a notebook can replay the decision; always true with
+    ``payoff`` off (size thresholds alone decide)."""
+    if not config.payoff:
+        return True
+    session = session or {}
+    prompt = session.get("prompt_tokens")
+    compaction_at = session.get("compaction_at_tokens") or config.compaction_at_tokens
+    decision = payoff.decide(kind=kind, result_tokens=result_tokens,
+                             shown_tokens=min(shown_tokens, result_tokens),
+                             prompt_tokens=prompt if isinstance(prompt, int) else 0,
+                             requests_so_far=requests_so_far(tx, task_id),
+                             compaction_at_tokens=int(compaction_at))
+    journal(tx, "route.payoff", {**decision.record(), "what": what[:300]}, task_id=task_id)
+    return decision.route
+
+
+PREVIEW_FRAME_TOKENS = 60
+"""The recall line under a preview (ref, size, how to get the rest)."""
+
+
 def store_output(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, tool: str,
                  args: dict[str, Any], failed: bool, config: RoutingConfig,
-                 threshold: int) -> dict[str, Any] | None:
+                 threshold: int, kind: str | None = None,
+                 session: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Store a command's (or an MCP tool's) whole output; the preview that stands in for
-    it when it is over ``threshold`` tokens, else None (the output is shown as is)."""
+    it when it is over ``threshold`` tokens and, for a client hook's output (``kind``
+    given), routing it pays (:func:`pays`), else None (the output is shown as is)."""
     tokens = ctx.counter.count(text)
     if tokens <= threshold:
+        return None
+    shown = min(tokens, config.preview_tokens) + PREVIEW_FRAME_TOKENS
+    if kind is not None and not pays(
+            ctx, tx, task_id, kind=kind, result_tokens=tokens, shown_tokens=shown,
+            session=session, config=config, what=f"{tool} {args_fingerprint(tool, args)[0]}"):
         return None
     stored = store_payload(ctx, tx, task_id, text, via=f"route.{tool}")
     preview = make_preview(stored.text, budget_tokens=config.preview_tokens,
@@ -120,6 +157,52 @@ def store_output(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, tool: s
             task_id=task_id)
     return {"ref": stored.ref, "tokens": stored.tokens, "lines": preview.lines_total,
             "preview": preview.text, "preview_tokens": preview.tokens}
+
+
+def shape_read(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
+               content: str, cwd: str | None, config: RoutingConfig,
+               session: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A mid-size whole-file ``Read`` the client answered with ``content``: its first
+    ``read_shape_lines`` lines and the note (size, ref, outline with line numbers) that
+    stand in for it, when routing it pays; None to show it as the client read it.
+
+    A file shaped once in this task and read whole again since is shown whole: the
+    agent asked for all of it, knowing it had a part."""
+    path = tool_input.get("file_path")
+    if not config.read_shape or routing.read_key(tool_input) != (None, None) \
+            or not isinstance(path, str) or not path \
+            or PurePosixPath(path).suffix.lower() in routing.UNTOUCHED_SUFFIXES:
+        return None
+    lines, keep = content.splitlines(), config.read_shape_lines
+    tokens = ctx.counter.count(content)
+    # Too small to pay, windowed before the read, or too little left to be worth a recall.
+    if not config.read_shape_min_tokens <= tokens <= config.read_threshold_tokens \
+            or len(lines) <= keep + keep // 2:
+        return None
+    found = _file_digest(ctx, path, cwd)
+    where = found[0] if found else _absolute(path, cwd)
+    if tx.con.execute(
+            "SELECT 1 FROM events e WHERE e.task_id = ? AND e.kind = 'route.read_shaped'"
+            " AND e.body->>'path' = ? AND NOT EXISTS (SELECT 1 FROM events c WHERE"
+            " c.task_id = e.task_id AND c.kind = 'client.compacted' AND c.seq > e.seq)"
+            " LIMIT 1", [task_id, where]).fetchone() is not None:
+        return None
+    head = "\n".join(lines[:keep]) + "\n"
+    outline, cut = _outline(ctx, content, where, config.outline_tokens)
+    shown = ctx.counter.count(head) + sum(ctx.counter.count(o) + 1 for o in outline) \
+        + PREVIEW_FRAME_TOKENS
+    if not pays(ctx, tx, task_id, kind="read", result_tokens=tokens, shown_tokens=shown,
+                session=session, config=config, what=f"Read {where}"):
+        return None
+    stored = store_payload(ctx, tx, task_id, content, via="route.read", path=where)
+    journal(tx, "route.read_shaped", {"path": where, "ref": stored.ref, "lines": len(lines),
+                                      "tokens": stored.tokens, "shown_lines": keep,
+                                      "shown_tokens": shown}, task_id=task_id)
+    note = routing.shaped_read_context(path, lines=len(lines), tokens=stored.tokens,
+                                       ref=stored.ref, shown=keep, outline=outline,
+                                       outline_cut=cut)
+    return {"content": head, "lines": keep, "context": note, "ref": stored.ref,
+            "tokens": stored.tokens}
 
 
 def _file_digest(ctx: EngineContext, path: str, cwd: str | None) -> tuple[str, str] | None:

@@ -18,7 +18,7 @@ from mcp.server import Server
 
 from osiris._version import __version__
 from osiris.config import Settings
-from osiris.core.operating_context import instructions_text
+from osiris.core.operating_context import DOCTRINE, HOOKS_DOCTRINE, instructions_text
 from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.remote import RemoteEngine
 from osiris.server.resources import ResourceRouter
@@ -38,20 +38,26 @@ def build_server(settings: Settings, engine: Any = None) -> Server[Any]:
     # not asked of the store owner: a server starts without waiting for one.
     if isinstance(engine, RemoteEngine):
         context, _ = OperatingContextLoader(settings.sidecar_path).load()
-        instructions = instructions_text(context)
+        instructions = instructions_text(context, settings.surface)
         engine.start_owner()  # in the background: the first tool call finds it ready
     else:
         instructions = engine.instructions()
+        if settings.surface == "hooks":
+            instructions = instructions.replace(DOCTRINE, HOOKS_DOCTRINE, 1).strip()
     tools = ToolRouter(gate, dotted=settings.tool_names == "dotted",
-                       dispatch_only=settings.dispatch_only, hook_tool=settings.hook_tool)
+                       dispatch_only=settings.dispatch_only, hook_tool=settings.hook_tool,
+                       surface=settings.surface)
     views = ResourceRouter(gate)
+    # The hooks surface lists no resources or prompts: a client names the tools that
+    # read them in every request (Claude Code: three deferred tool names).
+    extra: dict[str, Any] = {} if settings.surface == "hooks" else {
+        "on_list_resources": views.list_resources,
+        "on_list_resource_templates": views.list_templates, "on_read_resource": views.read,
+        "on_list_prompts": views.list_prompts, "on_get_prompt": views.get_prompt}
     server: Server[Any] = Server(
-        "osiris", title="OSIRIS", version=__version__, instructions=instructions,
+        "osiris", title="OSIRIS", version=__version__, instructions=instructions or None,
         get_tool_input_schema=tools.input_schema, on_list_tools=tools.list_tools,
-        on_call_tool=tools.call_tool,
-        on_list_resources=views.list_resources, on_list_resource_templates=views.list_templates,
-        on_read_resource=views.read, on_list_prompts=views.list_prompts,
-        on_get_prompt=views.get_prompt)
+        on_call_tool=tools.call_tool, **extra)
     return server
 
 

@@ -132,11 +132,22 @@ HOOK = ToolDef(
     "Claude Code's hooks call this (osiris install writes them); you never need to.",
     _schema(["event", "session_id"], event={"enum": ["pre-tool-use", "post-tool-use"]},
             hook_event_name=S, session_id=S, cwd=S, tool_name=S, tool_input={},
-            tool_use_id=S, tool_response={}, error=S, agent_id=S),
+            tool_use_id=S, tool_response={}, error=S, agent_id=S, transcript_path=S),
     read_only=False, idempotent=False)
 """Listed only with ``OSIRIS_HOOK_TOOL=on``: a PreToolUse or PostToolUse hook, its input
 fields as Claude Code's ``mcp_tool`` hook interpolates them
 (:func:`osiris.core.client_hooks.hook_input`)."""
+
+
+def listed(*, dispatch_only: bool, hook_tool: bool, surface: str = "full",
+           ) -> list[ToolDef]:
+    """The tools a server lists: the six (``osiris_call`` alone with ``dispatch_only``;
+    ``osiris_recall`` alone on the ``hooks`` surface), and ``osiris_hook`` when asked."""
+    if surface == "hooks":
+        main: tuple[ToolDef, ...] = tuple(t for t in TOOLS if t.key == "recall")
+    else:
+        main = (DISPATCH,) if dispatch_only else TOOLS
+    return [*main, *((HOOK,) if hook_tool else ())]
 
 
 def model_facing(dotted: bool = False, dispatch_only: bool = False) -> list[dict[str, Any]]:

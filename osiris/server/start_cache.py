@@ -94,22 +94,25 @@ def answers_for(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
     """The answers :func:`built_answers` gives, whatever SDK is installed."""
     from osiris.core.operating_context import instructions_text
     from osiris.engine.operating_context import OperatingContextLoader
-    from osiris.server.definitions import DISPATCH, HOOK, TOOLS
+    from osiris.server.definitions import listed as listed_tools
 
     context, _ = OperatingContextLoader(settings.sidecar_path).load()
     dotted = settings.tool_names == "dotted"
-    listed = [*((DISPATCH,) if settings.dispatch_only else TOOLS),
-              *((HOOK,) if settings.hook_tool else ())]
+    listed = listed_tools(dispatch_only=settings.dispatch_only,
+                          hook_tool=settings.hook_tool, surface=settings.surface)
     tools = {"tools": [
         {"name": t.name(dotted), "title": t.title, "description": t.description,
          "inputSchema": t.schema, "outputSchema": t.output_schema,
          "annotations": {"readOnlyHint": t.read_only, "destructiveHint": t.destructive,
                          "idempotentHint": t.idempotent, "openWorldHint": False}}
         for t in listed]}
-    initialize = {version: {"protocolVersion": version, "capabilities": _CAPABILITIES,
+    capabilities = {"tools": _CAPABILITIES["tools"]} if settings.surface == "hooks" \
+        else _CAPABILITIES
+    instructions = instructions_text(context, settings.surface)
+    initialize = {version: {"protocolVersion": version, "capabilities": capabilities,
                             "serverInfo": {"name": "osiris", "title": "OSIRIS",
                                            "version": __version__},
-                            "instructions": instructions_text(context)}
+                            **({"instructions": instructions} if instructions else {})}
                   for version in BUILT_VERSIONS}
     return initialize, dict.fromkeys(BUILT_VERSIONS, tools)
 

@@ -34,6 +34,7 @@ from osiris.core.redaction import scrub
 from osiris.errors import InvalidInputError, OsirisError
 from osiris.server import answers
 from osiris.server.definitions import DISPATCH, HOOK, TOOLS, ToolDef
+from osiris.server.definitions import listed as listed_tools
 
 if TYPE_CHECKING:
     from osiris.engine import Engine
@@ -211,9 +212,10 @@ class ToolRouter:
     ``osiris_call`` alone), and ``osiris_hook`` when asked for."""
 
     def __init__(self, gate: EngineGate, *, dotted: bool, dispatch_only: bool,
-                 hook_tool: bool = False) -> None:
+                 hook_tool: bool = False, surface: str = "full") -> None:
         self.gate = gate
-        listed = [*((DISPATCH,) if dispatch_only else TOOLS), *((HOOK,) if hook_tool else ())]
+        listed = listed_tools(dispatch_only=dispatch_only, hook_tool=hook_tool,
+                              surface=surface)
         self._tools = ListToolsResult(tools=[_listed(d, dotted) for d in listed])
         self._by_name = {d.name(dotted): d.key for d in listed}
         self._schemas = {d.name(dotted): d.schema for d in listed}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -107,6 +108,18 @@ def test_recorded_calls_are_prechecked_and_observed(tool: str, osiris_home: Path
     answer = json.loads(home_rows(osiris_home, "SELECT body FROM events WHERE task_id = ? AND"
                                           " kind = 'observe.result'", [task])[0][0])
     assert answer.get("tokens", 0) > 0
+
+
+def test_on_the_hooks_surface_the_first_call_adds_no_note(osiris_home: Path) -> None:
+    """``OSIRIS_SURFACE=hooks`` (what ``osiris install claude-code`` sets): the agent
+    has only osiris_recall, which needs no task id, so it is not told one; the call is
+    still prechecked and observed in the session's task."""
+    sample = json.loads(payloads.RECORDED.read_text("utf-8"))["Bash"]
+    env = {**os.environ, "OSIRIS_SURFACE": "hooks"}
+    assert hook("pre-tool-use", sample["pre"], env=env)[0] == {}
+    assert hook("post-tool-use", sample["post"], env=env)[0] == {}
+    kinds = [k for (k,) in home_rows(osiris_home, "SELECT kind FROM events ORDER BY seq")]
+    assert kinds == ["task.start", "precheck", "observe.result"]
 
 
 def test_a_whole_session_through_the_hooks(osiris_home: Path) -> None:

@@ -216,12 +216,14 @@ def test_fresh_install_writes_the_entries_and_uninstall_leaves_nothing(
     assert server.get("type") == ("stdio" if client == "claude-code" else None)
     # Claude Code's tool hooks call the server's osiris_hook, which it then lists.
     assert server["env"].get("OSIRIS_HOOK_TOOL") == ("on" if client == "claude-code" else None)
+    # …and the agent, whose calls the hooks route, sees only osiris_recall.
+    assert server["env"].get("OSIRIS_SURFACE") == ("hooks" if client == "claude-code" else None)
     touched = [world.server_file(client, scope)]
     if client == "claude-code":
         hooks_file = world.hooks_file(scope)
         touched.append(hooks_file)
         fields = ("hook_event_name", "session_id", "cwd", "tool_name", "tool_input",
-                  "tool_use_id", "tool_response", "error", "agent_id")
+                  "tool_use_id", "tool_response", "error", "agent_id", "transcript_path")
         for event, arg in (("PreToolUse", "pre-tool-use"), ("PostToolUse", "post-tool-use"),
                            ("PostToolUseFailure", "post-tool-use")):
             groups = json.loads(hooks_file.read_text("utf-8"))["hooks"][event]
@@ -234,6 +236,7 @@ def test_fresh_install_writes_the_entries_and_uninstall_leaves_nothing(
              "command": f"OSIRIS_HOME={shlex.quote(str(world.osiris_home))}"
                         + (f" OSIRIS_ROOTS={shlex.quote(str(world.project.resolve()))}"
                            if scope == "project" else "")
+                        + " OSIRIS_SURFACE=hooks"
                         + " " + " ".join(launch_words(sys.executable))
                         + " hook claude-code session-start"}]}
     if os.name == "posix" and scope == "user":
@@ -447,6 +450,9 @@ def test_hooks_mcp_tool_and_none(world: World) -> None:
 def test_hooks_none_on_a_fresh_project_writes_only_the_server(world: World) -> None:
     world.ok("install", "claude-code", "--project", "--hooks", "none")
     assert world.server_file("claude-code", "project").is_file()
+    # Without hooks the agent calls OSIRIS itself: every tool, the whole doctrine.
+    server = json.loads(world.server_file("claude-code", "project").read_text("utf-8"))
+    assert "OSIRIS_SURFACE" not in server["mcpServers"]["osiris"]["env"]
     assert not (world.project / ".claude").exists()
 
 
@@ -459,6 +465,7 @@ def test_hook_command_quotes_paths_with_spaces(world: World, tmp_path: Path) -> 
     settings = project / ".claude" / "settings.json"
     command = own_handlers(settings, "PostToolUse")[0]["command"]
     assert shlex.split(command) == [f"OSIRIS_HOME={home}", f"OSIRIS_ROOTS={project.resolve()}",
+                                    "OSIRIS_SURFACE=hooks",
                                     *launch_argv(sys.executable, "hook", "claude-code",
                                                  "post-tool-use")]
     assert (project / ".mcp.json").is_file()

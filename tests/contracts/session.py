@@ -52,7 +52,14 @@ def _project(root: Path) -> Path:
                    for i in range(2500))
     (root / "big.py").write_text(body, encoding="utf-8")
     (root / "small.py").write_text("x = 1\n", encoding="utf-8")
+    (root / "medium.py").write_text(MEDIUM, encoding="utf-8")
     return root
+
+
+MEDIUM = "".join(f"def step_{i}(state):\n" + "".join(
+    f"    state['value_{i}_{j}'] = compute(state, {i}, {j})  # step {i} part {j}\n"
+    for j in range(9)) + "\n" for i in range(40))
+"""A mid-size file: a whole Read of it is shown as its first lines and an outline."""
 
 
 def _log(lines: int = 3000) -> str:
@@ -203,6 +210,14 @@ async def _mcp_session(settings: Settings, project: Path, out: Recorded) -> str:
         await call("hook", event="pre-tool-use", hook_event_name="PreToolUse",
                    tool_name="Bash", tool_input={"command": "pytest -q"},
                    **{**session, "tool_use_id": "t3"})
+        medium = {"file_path": str(project / "medium.py")}
+        await call("hook", event="post-tool-use", hook_event_name="PostToolUse",
+                   tool_name="Read", tool_input=medium,
+                   tool_response={"type": "text", "file": {
+                       "filePath": medium["file_path"], "content": MEDIUM,
+                       "numLines": MEDIUM.count("\n"), "startLine": 1,
+                       "totalLines": MEDIUM.count("\n")}},
+                   **{**session, "tool_use_id": "t4"})
         return task
 
 

@@ -129,6 +129,34 @@ def test_claude_code_gets_a_window_outline_and_ref_for_a_large_read(tmp_path: Pa
     assert "small file, edited" in small.read_text("utf-8")
 
 
+def test_claude_code_shows_a_mid_size_read_as_its_head_and_outline(tmp_path: Path) -> None:
+    """A whole-file Read of a few thousand tokens reaches the model as its first lines
+    (numbered by Claude Code), with the outline's line numbers and the ref beside them;
+    a line past them can still be edited, and a Read with offset/limit gets it."""
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    mid = workspace.project / "mid.py"
+    lines = _big_file(mid, lines=600)
+    results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("Read", {"file_path": str(mid)}),
+        ToolCall("Read", {"file_path": str(mid), "offset": 500, "limit": 5}),
+        ToolCall("Edit", {"file_path": str(mid), "old_string": lines[549],
+                          "new_string": "def function_550(x):  # edited"})], extra)
+    first = results[1]
+    assert "NEEDLE-80" in first[0] and "NEEDLE-85" not in first[0]
+    assert re.search(r"^\s*80\t", first[0], re.MULTILINE)  # Claude Code's own numbering
+    note = first[-1]
+    assert "OSIRIS showed lines 1-80 of" in note and "600 lines" in note
+    outline = [int(n) for n in re.findall(r"^(\d+): def function_", note, re.MULTILINE)]
+    assert max(outline) > 550  # the outline reaches past what is shown
+    (ref,) = set(REF.findall(note))
+    assert _recall(workspace, ref) == mid.read_text("utf-8").replace(
+        "def function_550(x):  # edited", lines[549])
+    assert "NEEDLE-500" in results[2][-1]
+    assert "updated" in results[3][-1].lower()
+    assert "# edited" in mid.read_text("utf-8")
+
+
 def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) -> None:
     """The command runs in Claude Code's own shell; OSIRIS's PostToolUse hook (an
     ``mcp_tool`` hook, as installed) replaces a large output with a preview and the ref

@@ -118,7 +118,8 @@ def _raw(env: dict[str, str], version: str) -> tuple[list[dict[str, Any]], str]:
 
 
 VARIANTS = ({}, {"OSIRIS_TOOL_NAMES": "dotted", "OSIRIS_HOOK_TOOL": "on"},
-            {"OSIRIS_DISPATCH_ONLY": "on", "OSIRIS_HOOK_TOOL": "on"})
+            {"OSIRIS_DISPATCH_ONLY": "on", "OSIRIS_HOOK_TOOL": "on"},
+            {"OSIRIS_SURFACE": "hooks", "OSIRIS_HOOK_TOOL": "on"})
 
 
 @pytest.mark.slow

@@ -56,6 +56,27 @@ def test_dispatch_only_lists_one_tool_that_reaches_all_six(settings: Settings) -
     run(flow())
 
 
+def test_the_hooks_surface_costs_the_agent_one_tool_and_no_instructions() -> None:
+    """``OSIRIS_SURFACE=hooks`` (what ``osiris install claude-code`` sets), over stdio:
+    osiris_recall (and the hooks' own tool) listed, no instructions, no resources; a
+    recall still answers."""
+    from tests.server.transports import stdio_params
+
+    env = osiris_env(OSIRIS_SURFACE="hooks", OSIRIS_HOOK_TOOL="on")
+
+    async def flow() -> None:
+        async with Client(stdio_params(env), mode="legacy") as client:
+            assert not client.instructions
+            assert client.server_capabilities.resources is None
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ["osiris_recall", "osiris_hook"]
+            bad = await client.call_tool("osiris_recall", {"ref": "mem://sha256:" + "0" * 64})
+            assert bad.is_error and "is not in the ref store" in bad.content[0].text
+            hidden = await client.call_tool("osiris_plan", {"mode": "status"})
+            assert hidden.is_error
+    run(flow())
+
+
 def test_dotted_names_on_request(settings: Settings) -> None:
     from dataclasses import replace
 

@@ -34,10 +34,10 @@ CONTEXT_MODE = "context-mode"
 CONFIGURATIONS = (BARE, OSIRIS, CONTEXT_MODE)
 """The configurations whose first prompt is measured (:mod:`osiris.harness.clients.capture`)."""
 OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
-    "osiris-observe": {"read": False, "rereads": False, "shell": False,
+    "osiris-observe": {"read": False, "read_shape": False, "rereads": False, "shell": False,
                        "mcp_outputs": False, "compaction": False},
     "osiris-read": {"shell": False},
-    "osiris-shell": {"read": False, "rereads": False},
+    "osiris-shell": {"read": False, "read_shape": False, "rereads": False},
 }
 """OSIRIS with one routing feature at a time (``[routing]`` of an invariants file in a
 root of its own): ``osiris-observe`` is OSIRIS before routing (its hooks only watch)."""

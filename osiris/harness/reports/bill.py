@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from osiris.harness.tuning import half_of
+
 __all__ = ["COST_MODELS", "bill_tables", "saved", "source_of"]
 
 BARE = "bare"
@@ -35,10 +37,14 @@ def saved(gain: float | None) -> str:
 
 def source_of(row: dict[str, Any]) -> str:
     """The source of a session: its row's ``source``, else the dataset folder it came from
-    (``tielec-ai-workflow-agent`` for ``claude-code__tielec-ai-workflow-agent/…``)."""
+    (``tielec-ai-workflow-agent`` for ``claude-code__tielec-ai-workflow-agent/…``); the
+    corpus's Claude Code sessions by half (:mod:`osiris.harness.tuning`)."""
     if row.get("source"):
         return str(row["source"])
     first = str(row["session"]).split("/", 1)[0]
+    half = half_of(str(row["session"]))
+    if half is not None:  # the corpus sessions routing was tuned on, and the others
+        return f"{first}, {half} half"
     return first.split("__", 1)[1] if "__" in first else first
 
 
