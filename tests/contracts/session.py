@@ -53,6 +53,9 @@ def _project(root: Path) -> Path:
     (root / "big.py").write_text(body, encoding="utf-8")
     (root / "small.py").write_text("x = 1\n", encoding="utf-8")
     (root / "medium.py").write_text(MEDIUM, encoding="utf-8")
+    (root / ".osiris").mkdir(exist_ok=True)
+    (root / ".osiris" / "invariants.toml").write_text("[routing]\nread_shape = true\n",
+                                                     encoding="utf-8")
     return root
 
 

@@ -135,6 +135,9 @@ def test_claude_code_shows_a_mid_size_read_as_its_head_and_outline(tmp_path: Pat
     a line past them can still be edited, and a Read with offset/limit gets it."""
     require_client(CLAUDE_CODE)
     workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    (workspace.project / ".osiris").mkdir()
+    (workspace.project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nread_shape = true\n", encoding="utf-8")  # off by default
     mid = workspace.project / "mid.py"
     lines = _big_file(mid, lines=600)
     results = _run(CLAUDE_CODE, workspace, [

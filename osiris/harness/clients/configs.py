@@ -38,11 +38,14 @@ OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
                        "mcp_outputs": False, "compaction": False},
     "osiris-read": {"shell": False},
     "osiris-shell": {"read": False, "read_shape": False, "rereads": False},
+    "osiris-read-shape": {"read": False, "rereads": False, "shell": False,
+                          "read_shape": True},
 }
 """OSIRIS with one routing feature at a time (``[routing]`` of an invariants file in a
-root of its own): ``osiris-observe`` is OSIRIS before routing (its hooks only watch)."""
+root of its own): ``osiris-observe`` is OSIRIS before routing (its hooks only watch);
+``osiris-read-shape`` is the mid-size read shaping that is off by default, alone."""
 SESSION_CONFIGURATIONS = (BARE, OSIRIS, *OSIRIS_FEATURES, CONTEXT_MODE)
-_SKIPPED = {CODEX: ("osiris-read", "osiris-shell")}
+_SKIPPED = {CODEX: ("osiris-read", "osiris-shell", "osiris-read-shape")}
 """Codex has no Read tool: reads are shell commands, so osiris-shell is osiris there."""
 
 
