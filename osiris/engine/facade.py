@@ -291,8 +291,8 @@ class Engine:
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool,
             args=args if isinstance(args, dict) else {}, failed=kind == "error",
-            config=config, threshold=config.mcp_threshold_tokens, kind="mcp",
-            session=session)
+            config=config, threshold=config.mcp_threshold_tokens,
+            kind="mcp" if client in PAYOFF_CLIENTS else None, session=session)
         if stored is None:
             return output
         text = replaced_output(stored["preview"], ref=stored["ref"], tokens=stored["tokens"],
@@ -317,11 +317,12 @@ class Engine:
             return None
         exit_code = shell.get("exit_code")
         exit_code = exit_code if isinstance(exit_code, int) else None
+        priced = config.payoff and client in PAYOFF_CLIENTS
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool, args=args,
             failed=exit_code not in (0, None), config=config,
-            threshold=config.shell_min_tokens if config.payoff else config.shell_preview_tokens,
-            kind="shell", session=session)
+            threshold=config.shell_min_tokens if priced else config.shell_preview_tokens,
+            kind="shell" if priced else None, session=session)
         if stored is None:
             return None
         complete = bool(shell.get("complete", True))
@@ -580,3 +581,7 @@ def _checked_session(session: Any) -> dict[str, Any] | None:
 
 
 SESSION_KEYS = frozenset({"prompt_tokens", "compaction_at_tokens"})
+PAYOFF_CLIENTS = frozenset({"claude-code"})
+"""The clients whose outputs are routed by the payoff (:mod:`osiris.core.payoff`, whose
+constants are Anthropic's cache and Claude Code's compaction): Codex keeps the size
+thresholds (``shell_preview_tokens``) it was measured with."""

@@ -230,6 +230,28 @@ def test_codex_shell_output_is_replaced_with_its_exit_status(project: Path,
     assert "decision" not in hook("codex", "post-tool-use", other, env_for(project))
 
 
+def test_a_mid_size_shell_output_is_priced_in_claude_code_only(
+        project: Path, tmp_path: Path, osiris_home: Path) -> None:
+    """An output of about a thousand tokens: in Claude Code, early in a session, keeping
+    it out of every later request pays (the payoff, journaled with its numbers); Codex
+    keeps the size threshold its figures were measured with, and shows it whole."""
+    whole = "".join(f"src/module_{i}.py:{i}: def handler_{i}(event): pass\n" for i in range(60))
+    claude = {"session_id": "s-mid", "cwd": str(project), "hook_event_name": "PostToolUse",
+              "tool_name": "Bash", "tool_input": {"command": "grep -rn handler src"},
+              "tool_use_id": "t-mid", "tool_response": {"stdout": whole, "stderr": "",
+                                                         "interrupted": False}}
+    doc = hook("claude-code", "post-tool-use", claude, env_for(project))
+    shown = inner(doc)["updatedToolOutput"]["stdout"]
+    assert "stored as mem://sha256:" in shown and len(shown) < len(whole)
+    (payoff,) = home_rows(osiris_home, "SELECT body FROM events WHERE kind = 'route.payoff'")[0]
+    assert json.loads(payoff)["route"] is True
+    rollout = tmp_path / "rollout-mid.jsonl"
+    codex_rollout(rollout, "call_m", whole, 0)
+    codex = {**claude, "session_id": "s-mid-cx", "transcript_path": str(rollout),
+             "tool_use_id": "call_m", "tool_response": whole}
+    assert "decision" not in hook("codex", "post-tool-use", codex, env_for(project))
+
+
 def test_switching_each_feature_off(project: Path) -> None:
     (project / ".osiris").mkdir()
     (project / ".osiris" / "invariants.toml").write_text(
