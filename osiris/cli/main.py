@@ -21,7 +21,7 @@ CLIENT_PROFILES = ("claude-code", "codex", "agent-loop")
 RETRIEVAL_MODELS = ("visible", "paging", "exact")
 # osiris.harness.clients.configs.SESSION_CONFIGURATIONS, likewise.
 SESSION_CONFIGURATIONS = ("bare", "osiris", "osiris-observe", "osiris-read", "osiris-shell",
-                          "context-mode")
+                          "osiris-read-shape", "context-mode")
 
 
 def _configure_logging(level: str) -> None:
