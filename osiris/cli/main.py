@@ -39,8 +39,45 @@ def cmd_health(settings: Settings, args: argparse.Namespace) -> int:
     from osiris.engine.health import collect_health
 
     doc = collect_health(settings)
+    doc["codex_hooks"] = _codex_hooks(settings, args)
     _print_json(doc)
     return EXIT_OK if doc["healthy"] else EXIT_FAILED
+
+
+def _codex_hooks(settings: Settings, args: argparse.Namespace) -> dict[str, Any]:
+    """Whether Codex will run OSIRIS's hooks where ``osiris install codex`` put them."""
+    from pathlib import Path
+
+    from osiris.clients import codex_trust, install
+
+    found: dict[str, Any] = {}
+    for scope in install.SCOPES:
+        try:
+            target = install.locate("codex", scope, Path.cwd(), settings)
+        except OsirisError:
+            continue
+        if target.hooks_file is None or codex_trust.OWN_COMMAND not in (
+                target.hooks_file.read_text(encoding="utf-8", errors="replace")
+                if target.hooks_file.is_file() else ""):
+            continue
+        codex = codex_trust.find_codex(settings, args.codex)
+        entry: dict[str, Any] = {"hooks_file": str(target.hooks_file)}
+        if codex is None:
+            entry.update(status="unknown", why="codex is not on PATH (or pass --codex)")
+        else:
+            try:
+                hooks = codex_trust.list_hooks(codex, target.hooks_file, Path.cwd())
+            except codex_trust.CodexUnavailable as exc:
+                entry.update(status="unknown", why=str(exc))
+            else:
+                entry.update(status=codex_trust.overall(
+                    hooks, len(install.CLIENT_HOOK_EVENTS["codex"])),
+                    hooks=[hook.as_dict() for hook in hooks])
+                if entry["status"] != "trusted":
+                    entry["what_to_do"] = (f"{codex_trust.TRUST_COMMAND}"
+                                           f"{' --project' if scope == 'project' else ''}")
+        found[scope] = entry
+    return found
 
 
 def cmd_audit(settings: Settings, args: argparse.Namespace) -> int:
@@ -253,7 +290,39 @@ def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
         settings, client=args.client, scope=args.scope, cwd=Path.cwd(),
         project_dir=args.project_dir, python=args.python, home=args.home, roots=args.roots,
         name=args.name, hooks=args.hooks, force=args.force)
-    return _run_client_plan(install.plan_install(request, settings), args.dry_run)
+    plan = install.plan_install(request, settings)
+    if args.dry_run or request.client != "codex" or request.hooks == "none":
+        return _run_client_plan(plan, args.dry_run)
+    for note in plan.notes:
+        sys.stderr.write(f"osiris: {note}\n")
+    result = install.apply_plan(plan)
+    # Codex runs only hooks the user trusts: ask Codex, and trust with consent.
+    from osiris.clients import codex_trust
+
+    def consent(hooks: list[codex_trust.HookTrust]) -> bool:
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            return False
+
+        def say(text: str) -> None:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+        def ask(prompt: str) -> str:
+            say(prompt)
+            return sys.stdin.readline()
+
+        return codex_trust.consent_prompt(hooks, ask, say)
+
+    trust, notes = install.settle_codex_trust(
+        request, settings, codex=codex_trust.find_codex(settings, args.codex), consent=consent)
+    result["hook_trust"] = trust
+    result["notes"] = [*result["notes"], *notes]
+    for note in notes:
+        sys.stderr.write(f"osiris: {note}\n")
+    _print_json(result)
+    return EXIT_OK
 
 
 def cmd_uninstall(settings: Settings, args: argparse.Namespace) -> int:
@@ -326,7 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
         "osiris-dashboard only read: on a missing home they say so and never create one.")
     parser.add_argument("--version", action="version", version=f"osiris {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    health = sub.add_parser("health", help="check this OSIRIS home; prints JSON")
+    health = sub.add_parser("health", help="check this OSIRIS home, and whether Codex will "
+                            "run OSIRIS's hooks; prints JSON")
+    health.add_argument("--codex", metavar="PATH", help="the codex command to ask about hook "
+                        "trust (default: codex on PATH)")
     health.set_defaults(func=cmd_health)
     audit = sub.add_parser("audit", help="non-loss proof of a task; prints JSON")
     audit.add_argument("--task", required=True, help="task id")
@@ -457,6 +529,11 @@ def _add_install_parsers(sub: Any) -> None:
                          "OSIRIS_ROOTS, else the project directory with --project, else none)")
     install.add_argument("--force", action="store_true", help="replace an entry under "
                          "--name that osiris install did not write (the backup keeps it)")
+    install.add_argument("--yes", action="store_true", help="codex: trust OSIRIS's hooks "
+                         "in Codex without asking (Codex runs only hooks the user trusted; "
+                         "without --yes or a yes at the prompt they are installed untrusted)")
+    install.add_argument("--codex", metavar="PATH", help="the codex command to ask about "
+                         "hook trust (default: codex on PATH)")
     install.set_defaults(func=cmd_install)
     uninstall.add_argument("--home", metavar="DIR", help="the OSIRIS_HOME that holds the "
                            "install record (default: the one the installed entry names)")

@@ -39,9 +39,10 @@ def parse(text: str | None, path: Path) -> dict[str, Any]:
                           "aside, then run the command again. Nothing was changed.") from None
 
 
-def render_table(name: str, entry: dict[str, Any], newline: str = "\n") -> str:
-    """``[mcp_servers.NAME]`` with command, args and an inline env table."""
-    lines = [f"[{TABLE}.{name}]"]
+def render_table(name: str, entry: dict[str, Any], newline: str = "\n",
+                 table: str = TABLE) -> str:
+    """``[mcp_servers.NAME]`` (or ``[TABLE."NAME"]``) with its values, tables inline."""
+    lines = [f"[{table}.{_key(name)}]"]
     for key, value in entry.items():
         if isinstance(value, dict):
             lines.append(f"{key} = {_inline(value)}")
@@ -50,7 +51,8 @@ def render_table(name: str, entry: dict[str, Any], newline: str = "\n") -> str:
     return newline.join(lines) + newline
 
 
-def append_table(text: str | None, name: str, entry: dict[str, Any]) -> tuple[str, str]:
+def append_table(text: str | None, name: str, entry: dict[str, Any], table: str = TABLE
+                 ) -> tuple[str, str]:
     """The text with the table appended, and the separator put before it."""
     text = text or ""
     newline = _newline(text)
@@ -60,7 +62,7 @@ def append_table(text: str | None, name: str, entry: dict[str, Any]) -> tuple[st
         separator = newline  # one blank line between the last table and ours
     else:
         separator = newline * 2
-    return text + separator + render_table(name, entry, newline), separator
+    return text + separator + render_table(name, entry, newline, table), separator
 
 
 def replace_table(text: str, path: Path, name: str, entry: dict[str, Any]) -> str:
@@ -114,15 +116,18 @@ def merged_entry(existing: dict[str, Any], entry: dict[str, Any], own_env: tuple
     return out
 
 
-def remove_table(text: str, path: Path, name: str, separator: str | None) -> str:
+def remove_table(text: str, path: Path, name: str, separator: str | None,
+                 table: str = TABLE) -> str:
     """The text without the table's block and without the separator install put before it."""
-    span = _table_span(text, name)
+    span = _table_span(text, name, table)
     if span is None:  # defined with dotted keys or inline: let tomlkit remove it
         doc = tomlkit.parse(text)
-        servers: Any = doc[TABLE]
-        del servers[name]
-        if isinstance(servers, InlineTable) and not servers:
-            del doc[TABLE]
+        parent: Any = doc
+        for part in table.split("."):
+            parent = parent[part]
+        del parent[name]
+        if isinstance(parent, InlineTable) and not parent and "." not in table:
+            del doc[table]
         return tomlkit.dumps(doc)
     start, end = span
     head, tail = text[:start], text[end:]
@@ -209,11 +214,11 @@ def _header_path(line: str) -> tuple[str, ...] | None:
     return tuple(keys) if parsed == {} else None
 
 
-def _table_span(text: str, name: str) -> tuple[int, int] | None:
+def _table_span(text: str, name: str, table: str = TABLE) -> tuple[int, int] | None:
     """Offsets of the ``[mcp_servers.NAME]`` block: its header, its sub-tables, its
     keys, up to the last line with content (comments before the next header stay with
     that header)."""
-    own = (TABLE, name)
+    own = (*table.split("."), name)
     lines = text.splitlines(keepends=True)
     offsets = [0]
     for line in lines:
@@ -226,7 +231,7 @@ def _table_span(text: str, name: str) -> tuple[int, int] | None:
             if keys == own:
                 start_line = end_line = index + 1
             continue
-        if is_header and not (keys is not None and keys[:2] == own):
+        if is_header and not (keys is not None and keys[:len(own)] == own):
             break
         if _CONTENT.match(line):
             end_line = index + 1

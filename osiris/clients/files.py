@@ -112,6 +112,18 @@ def unified_diff(path: Path, before: str | None, after: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class TrustedHook:
+    """Codex's trust in one of OSIRIS's hooks, as ``osiris install codex`` recorded it."""
+
+    key: str
+    trusted_hash: str
+    previous: str | None
+    """The ``trusted_hash`` the table had before ("" for none); None: the table is ours."""
+    separator: str | None
+    """The text put before the appended table (None: the table was already there)."""
+
+
+@dataclass(frozen=True)
 class InstallRecord:
     """What one install created in one configuration file (for exact uninstall)."""
 
@@ -124,6 +136,8 @@ class InstallRecord:
     """JSON containers the install added (``("hooks", "PreToolUse")``)."""
     toml_separator: str | None = None
     """The text put before the appended TOML table (a blank line, usually)."""
+    trusted_hooks: tuple[TrustedHook, ...] = ()
+    """Codex hook trust the install recorded (:mod:`osiris.clients.codex_trust`)."""
     installed_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(
         timespec="seconds"))
 
@@ -133,12 +147,17 @@ class InstallRecord:
         keys += [key for key in newer.created_keys if key not in keys]
         dirs = list(self.created_dirs)
         dirs += [d for d in newer.created_dirs if d not in dirs]
+        trusted = {hook.key: hook for hook in self.trusted_hooks}
+        for hook in newer.trusted_hooks:  # a new hash; what was there first stays known
+            first = trusted.get(hook.key)
+            trusted[hook.key] = hook if first is None else TrustedHook(
+                hook.key, hook.trusted_hash, first.previous, first.separator)
         return InstallRecord(
             client=self.client, created_file=self.created_file or newer.created_file,
             created_dirs=tuple(dirs), created_keys=tuple(keys),
             toml_separator=(self.toml_separator if self.toml_separator is not None
                             else newer.toml_separator),
-            installed_at=self.installed_at)
+            trusted_hooks=tuple(trusted.values()), installed_at=self.installed_at)
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> InstallRecord:
@@ -149,7 +168,16 @@ class InstallRecord:
                    created_keys=tuple(tuple(str(k) for k in key)
                                       for key in doc.get("created_keys", ())),
                    toml_separator=doc.get("toml_separator"),
+                   trusted_hooks=tuple(_trusted(item) for item in doc.get("trusted_hooks", ())
+                                       if isinstance(item, dict)),
                    installed_at=str(doc.get("installed_at", "")))
+
+
+def _trusted(item: dict[str, Any]) -> TrustedHook:
+    previous, separator = item.get("previous"), item.get("separator")
+    return TrustedHook(str(item.get("key", "")), str(item.get("trusted_hash", "")),
+                       None if previous is None else str(previous),
+                       None if separator is None else str(separator))
 
 
 def _records_path(home: Path) -> Path:

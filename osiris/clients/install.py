@@ -31,12 +31,13 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from osiris.clients import files
-from osiris.clients.install_files import SERVER_ARGS, FileEdit, Target
+from osiris.clients import codex_toml, codex_trust, files
+from osiris.clients.install_files import SERVER_ARGS, FileEdit, Target, with_entry_homes
 from osiris.clients.install_hooks import hooks_edit
 from osiris.clients.install_server import server_edit
 from osiris.clients.launcher import launch_words
@@ -234,7 +235,76 @@ def plan_uninstall(client: str, scope: str, project_dir: Path, settings: Setting
         edits.append(hooks_edit(target.hooks_file, name,
                                  dict.fromkeys(CLIENT_HOOK_EVENTS[client]), homes, None,
                                  client=client))
+    if client == "codex":  # the trust record lives in the home the entry names
+        entries = [codex_toml.parse(files.read_text(path), path).get(codex_toml.TABLE, {})
+                   for path in {target.server_file, codex_trust.user_config(settings)}]
+        homes = with_entry_homes(homes, [e.get(name) for e in entries if isinstance(e, dict)])
+        edits = _without_trust(edits, codex_trust.user_config(settings), homes, name, notes)
     return Plan("uninstall", target, name, tuple(edits), tuple(notes))
+
+
+def _without_trust(edits: list[FileEdit], config: Path, homes: list[Path], name: str,
+                   notes: list[str]) -> list[FileEdit]:
+    """The uninstall's edits, with the Codex hook trust the install recorded taken back
+    (in the server's edit when the trust lives in the same ``config.toml``)."""
+    for index, edit in enumerate(edits):
+        if files.real_path(edit.path) == files.real_path(config):
+            after, ops = codex_trust.untrust(edit.after, config, homes, name, notes)
+            if not ops:
+                return edits
+            edits[index] = replace(edit, after=after, record_ops=(*edit.record_ops, *ops),
+                                   backup=after is not None)
+            return edits
+    before = files.read_text(config)
+    after, ops = codex_trust.untrust(before, config, homes, name, notes)
+    return [*edits, FileEdit(config, "hook-trust", before, after, ops)] if ops else edits
+
+
+def settle_codex_trust(request: InstallRequest, settings: Settings, *, codex: str | None,
+                       consent: Callable[[list[codex_trust.HookTrust]], bool]
+                       ) -> tuple[dict[str, Any], list[str]]:
+    """After an install wrote Codex's hooks: ask Codex whether it will run them, and
+    record its trust when ``consent`` says yes. The JSON part and the notes."""
+    target = locate(request.client, request.scope, request.project_dir, settings)
+    assert target.hooks_file is not None
+    project = request.scope == "project"
+    expected = len(CLIENT_HOOK_EVENTS["codex"])
+    if codex is None:
+        return {"status": "unknown", "hooks": []}, [
+            "codex was not found on PATH, so OSIRIS could not ask it about its hooks. "
+            + codex_trust.untrusted_note(expected, project=project)
+            + " once codex is installed (or pass --codex PATH)"]
+    try:
+        hooks = codex_trust.list_hooks(codex, target.hooks_file, request.project_dir)
+    except codex_trust.CodexUnavailable as exc:
+        return {"status": "unknown", "hooks": []}, [
+            f"could not ask Codex about OSIRIS's hooks: {exc}. "
+            + codex_trust.untrusted_note(expected, project=project)]
+    if len(hooks) < expected:
+        why = ("Codex does not load a project's .codex/ until you trust the project (Codex "
+               "asks the first time you open it there); then run: "
+               f"{codex_trust.TRUST_COMMAND} --project" if project else
+               "are hooks switched off ([features] hooks = false) in its configuration?")
+        return {"status": "not-loaded", "hooks": [h.as_dict() for h in hooks]}, [
+            f"Codex lists {len(hooks)} of OSIRIS's {expected} hooks, so it will not run "
+            f"them: {why}"]
+    pending = [hook for hook in hooks if hook.status not in ("trusted", "managed")]
+    if pending and consent(pending):
+        config = codex_trust.user_config(settings)
+        homes = [request.osiris_home, settings.home]
+        edit = codex_trust.trust_edit(config, pending, homes, request.osiris_home,
+                                      request.name)
+        write_edit(edit, "user", request.name)
+        hooks = codex_trust.list_hooks(codex, target.hooks_file, request.project_dir)
+    status = codex_trust.overall(hooks, expected)
+    doc = {"status": status, "config": str(codex_trust.user_config(settings)),
+           "hooks": [hook.as_dict() for hook in hooks]}
+    if status == "trusted":
+        return doc, []
+    if not pending:  # listed and trusted before, yet not now: say what Codex says
+        return doc, [f"Codex reports OSIRIS's hooks as {status}"]
+    changed = " (changed since you last trusted them)" if status == "changed" else ""
+    return doc, [codex_trust.untrusted_note(len(pending), project=project) + changed]
 
 
 def apply_plan(plan: Plan) -> dict[str, Any]:
@@ -246,29 +316,36 @@ def apply_plan(plan: Plan) -> dict[str, Any]:
                               "(is the client running and writing it?); run the command "
                               "again. Nothing was changed.")
     for edit in plan.edits:
-        backup = None
-        if edit.changed:
-            real = files.real_path(edit.path)
-            if edit.before is not None and edit.backup:
-                backup = files.backup(real)
-            if edit.after is None:
-                real.unlink()
-                for directory in reversed(edit.remove_dirs):
-                    with contextlib.suppress(OSError):  # not empty: the user's now
-                        directory.rmdir()
-            else:
-                for directory in edit.make_dirs:
-                    directory.mkdir(mode=0o700 if plan.target.scope == "user" else 0o777,
-                                    exist_ok=True)
-                files.write_atomic(real, edit.after, new_file_mode=0o600
-                                   if plan.target.scope == "user" else 0o644)
-            for home, record in edit.record_ops:
-                files.save_record(home, edit.path, plan.name, record)
+        backup = write_edit(edit, plan.target.scope, plan.name)
         done.append({"path": str(edit.path), "role": edit.role, "status": edit.status,
                      "backup": str(backup) if backup else None})
     return {"action": plan.action, "client": plan.target.client, "scope": plan.target.scope,
             "name": plan.name, "changed": plan.changed, "files": done,
             "notes": list(plan.notes), "message": plan.message()}
+
+
+def write_edit(edit: FileEdit, scope: str, name: str) -> Path | None:
+    """Write one planned file (its backup first) and its records (under ``name`` and
+    each record's suffix); the backup's path."""
+    if not edit.changed:
+        return None
+    backup = None
+    real = files.real_path(edit.path)
+    if edit.before is not None and edit.backup:
+        backup = files.backup(real)
+    if edit.after is None:
+        real.unlink()
+        for directory in reversed(edit.remove_dirs):
+            with contextlib.suppress(OSError):  # not empty: the user's now
+                directory.rmdir()
+    else:
+        for directory in edit.make_dirs:
+            directory.mkdir(mode=0o700 if scope == "user" else 0o777, exist_ok=True)
+        files.write_atomic(real, edit.after, new_file_mode=0o600
+                           if scope == "user" else 0o644)
+    for op in edit.record_ops:
+        files.save_record(op.home, edit.path, (name or "") + op.suffix, op.record)
+    return backup
 
 
 def _check_choice(what: str, value: str, choices: tuple[str, ...]) -> None:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from osiris.clients import files
 from osiris.clients.files import InstallRecord
@@ -39,6 +39,15 @@ class Target:
     hooks_file: Path | None = None
 
 
+class RecordOp(NamedTuple):
+    """An install record to store (or forget, None) in an OSIRIS home after the write."""
+
+    home: Path
+    record: InstallRecord | None
+    suffix: str = ""
+    """Appended to the server's name: the record's own name (``@hook-trust``)."""
+
+
 @dataclass(frozen=True)
 class FileEdit:
     """One configuration file: its text before and after, and the bookkeeping."""
@@ -47,8 +56,7 @@ class FileEdit:
     role: str  # "server" or "hooks"
     before: str | None
     after: str | None  # None: the file goes away (or never existed)
-    record_ops: tuple[tuple[Path, InstallRecord | None], ...] = ()
-    """Install records to store (or forget, None) in these OSIRIS homes after writing."""
+    record_ops: tuple[RecordOp, ...] = ()
     make_dirs: tuple[Path, ...] = ()
     remove_dirs: tuple[Path, ...] = ()
     """Directories the install created, removed with the file if they end up empty."""
@@ -116,10 +124,10 @@ def finish_install(path: Path, role: str, client: str, before: str | None,
                           created_keys=tuple(tuple(str(k) for k in key) for key in created),
                           toml_separator=toml_separator)
     found = files.find_record(homes, path, name)
-    ops: list[tuple[Path, InstallRecord | None]] = []
+    ops: list[RecordOp] = []
     if found and found[0] != record_home:
-        ops.append((found[0], None))  # the record moves with --home
-    ops.append((record_home, found[1].merged(fresh) if found else fresh))
+        ops.append(RecordOp(found[0], None))  # the record moves with --home
+    ops.append(RecordOp(record_home, found[1].merged(fresh) if found else fresh))
     return FileEdit(path, role, before, after, tuple(ops), make_dirs=make_dirs)
 
 
@@ -147,7 +155,7 @@ def finish_removal(path: Path, role: str, before: str | None, doc: JsonDocument,
 def removal_edit(path: Path, role: str, before: str | None, after: str | None,
                   found: tuple[Path, InstallRecord] | None,
                   record: InstallRecord | None) -> FileEdit:
-    ops = ((found[0], None),) if found else ()
+    ops = (RecordOp(found[0], None),) if found else ()
     dirs = tuple(Path(d) for d in record.created_dirs) if record and after is None else ()
     # A file the install created and that holds nothing else goes without a backup:
     # the backup would be the only crumb left behind.

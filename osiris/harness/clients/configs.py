@@ -13,12 +13,15 @@
   ``CONTEXT_MODE_PLATFORM = "codex"``, ``$CODEX_HOME/hooks.json`` from
   ``configs/codex/hooks.json`` and the routing rules ``configs/codex/AGENTS.md`` in
   ``$CODEX_HOME`` (the README's global choice, so the working directory stays the same
-  in every configuration). Codex skips hooks it has not been told to trust; a user
-  trusts them when asked, runs here pass ``--dangerously-bypass-hook-trust``.
+  in every configuration). Codex skips hooks it has not been told to trust; context-mode
+  does not record trust, so its runs pass ``--dangerously-bypass-hook-trust`` (a user
+  trusts them in Codex's ``/hooks``). OSIRIS's install records Codex's trust itself
+  (``--yes``), and its runs pass no such flag.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -89,13 +92,18 @@ def install(configuration: str, client: str, workspace: Workspace, tools: Tools,
 
 
 def _run(argv: list[str], workspace: Workspace, client: str, tools: Tools,
-         extra_env: dict[str, str] | None = None) -> str:
+         extra_env: dict[str, str] | None = None, *, check_trust: bool = False) -> str:
     env = client_env(client, workspace, "http://127.0.0.1:9", tools, extra_env)
     done = subprocess.run(argv, cwd=workspace.project, env=env, capture_output=True, text=True,
                           timeout=INSTALL_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
         raise InstallError(f"{' '.join(argv)} failed ({done.returncode}): "
                            f"{(done.stderr or done.stdout)[-800:]}")
+    if check_trust:  # a run whose hooks Codex skips would measure the bare client
+        trust = json.loads(done.stdout).get("hook_trust", {})
+        if trust.get("status") != "trusted":
+            raise InstallError(f"{' '.join(argv)}: Codex does not trust OSIRIS's hooks "
+                               f"({trust.get('status')}): {done.stderr[-800:]}")
     return " ".join(argv)
 
 
@@ -112,13 +120,14 @@ def _install_osiris(client: str, workspace: Workspace, tools: Tools, python: str
         roots.append(str(config))
         notes.append("ROUTING/.osiris/invariants.toml: " + text.replace("\n", " ").strip())
     argv = [python, "-m", "osiris", "install", client, "--user", "--roots", ";".join(roots)]
-    command = _run(argv, workspace, client, tools, {"OSIRIS_HOME": str(workspace.osiris_home)})
-    # Codex 0.169.0 skips untrusted hooks silently; offline runs pass
-    # --dangerously-bypass-hook-trust (as for context-mode).
-    extra = ("--dangerously-bypass-hook-trust",) if client == CODEX else ()
+    if client == CODEX:  # Codex runs only hooks the user trusted: the user says yes
+        argv += ["--yes", "--codex", str(tools.client(CODEX))]
+    command = _run(argv, workspace, client, tools, {"OSIRIS_HOME": str(workspace.osiris_home)},
+                   check_trust=client == CODEX)
     command = (command.replace(python, "python").replace(str(workspace.project), "PROJECT")
-               .replace(str(workspace.root / "osiris-routing"), "ROUTING"))
-    return Installed(OSIRIS, [*notes, command], extra_args=extra)
+               .replace(str(workspace.root / "osiris-routing"), "ROUTING")
+               .replace(str(tools.client(CODEX)), "codex"))
+    return Installed(OSIRIS, [*notes, command])
 
 
 def _context_mode_claude_code(workspace: Workspace, tools: Tools) -> Installed:
