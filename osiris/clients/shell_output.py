@@ -38,7 +38,9 @@ CODEX_CUT_MARK = "command output truncated for persistence"
 """What Codex 0.169.0 puts in the middle of an ``aggregated_output`` over 64 KiB."""
 ROLLOUT_TAIL_BYTES = 1 << 18
 """The first read from the rollout's end; it grows fourfold up to ROLLOUT_MAX_BYTES."""
-ROLLOUT_MAX_BYTES = 16 << 20
+ROLLOUT_MAX_BYTES = 1 << 20
+"""The record is the rollout's last when the hook runs (one record holds at most 64 KiB
+of output, JSON-escaped): a miss never reads more than this from a rollout of any size."""
 ROLLOUT_WAITS_S = (0.0, 0.01, 0.03)
 """Codex appends the record before the hook starts (every run seen); in case a write is
 still on its way, two short retries, 40 ms at most on a miss."""
