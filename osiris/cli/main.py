@@ -492,8 +492,10 @@ def _add_install_parsers(sub: Any) -> None:
     clients = ("claude-code", "codex", "cursor")  # osiris.clients.install.CLIENTS, unimported
     install = sub.add_parser(
         "install", help="add OSIRIS to a client's configuration (prints JSON)",
-        description="Write OSIRIS's MCP server entry, and for Claude Code its PreToolUse/"
-        "PostToolUse hooks, into the client's own configuration file. Merges: other "
+        description="Write OSIRIS's MCP server entry, and for Claude Code and Codex its "
+        "hooks, into the client's own configuration files. Codex runs only hooks the user "
+        "trusted: the install shows them and records Codex's trust after a yes (--yes in "
+        "scripts), else says how to trust them later. Merges: other "
         "settings are left byte for byte; re-running changes nothing; a changed file is "
         "first copied to FILE.osiris-backup-TIME. Undo with osiris uninstall. The files "
         "each client and scope uses are listed in docs/clients.md.")

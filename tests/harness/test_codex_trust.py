@@ -11,6 +11,7 @@ the same output reaches the model as OSIRIS's preview; ``osiris health`` says wh
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -145,3 +146,33 @@ def test_without_codex_the_install_says_what_to_run_once_it_is_there(tmp_path: P
     assert broken["hook_trust"]["status"] == "unknown"
     assert "could not start" in broken["notes"][0]
     assert "hooks.state" not in (workspace.codex_home / "config.toml").read_text("utf-8")
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_at_a_terminal_the_install_shows_the_hooks_and_asks(tmp_path: Path, answer: str) -> None:
+    """On a terminal (no --yes) the person sees each hook and is asked; only a yes
+    records Codex's trust."""
+    require_client(CODEX)
+    workspace = Workspace(tmp_path / "codex").reset(CODEX)
+    env = client_env(CODEX, workspace, "http://127.0.0.1:9", TOOLS,
+                     {"OSIRIS_HOME": str(workspace.osiris_home)})
+    primary, secondary = os.openpty()  # stdin and stderr a terminal, stdout JSON
+    with subprocess.Popen([sys.executable, "-m", "osiris", "install", "codex", "--user",
+                           "--codex", str(TOOLS.client(CODEX))], cwd=workspace.project,
+                          env=env, stdin=secondary, stderr=secondary,
+                          stdout=subprocess.PIPE, text=True) as process:
+        os.close(secondary)
+        shown = b""
+        while b"[y/N]" not in shown:
+            chunk = os.read(primary, 4096)
+            assert chunk, shown
+            shown += chunk
+        os.write(primary, f"{answer}\n".encode())
+        out, _ = process.communicate(timeout=120)
+    os.close(primary)
+    assert process.returncode == 0
+    text = shown.decode()
+    assert "Codex runs a hook only once you trust it" in text
+    assert text.count(" hook codex ") == 3 and "sha256:" in text
+    status = json.loads(out)["hook_trust"]["status"]
+    assert status == ("trusted" if answer == "y" else "untrusted")
