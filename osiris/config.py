@@ -97,9 +97,6 @@ class Settings:
     configuration (None when it cannot be determined)."""
     codex_home: Path | None = None
     """CODEX_HOME: the Codex CLI's configuration directory (None: ``~/.codex``)."""
-    executable_path: str = ""
-    """PATH: where ``osiris install codex`` and ``osiris health`` look for ``codex`` (to
-    ask it about hook trust)."""
     claude_config_dir: Path | None = None
     """CLAUDE_CONFIG_DIR: Claude Code's configuration directory (None: ``~/.claude``
     for settings and ``~/.claude.json`` for user MCP servers)."""
@@ -258,7 +255,6 @@ class Settings:
             user_home=_user_home(env),
             # Other tools' variables never fail OSIRIS's start: they only steer `install`.
             codex_home=_other_tool_dir(env.get("CODEX_HOME", "")),
-            executable_path=env.get("PATH", ""),
             claude_config_dir=_other_tool_dir(env.get("CLAUDE_CONFIG_DIR", "")),
             store_owner=_get(env, "OSIRIS_STORE_OWNER", True, _on_off, "on or off"),
             owner_idle_s=_get(env, "OSIRIS_OWNER_IDLE_S", defaults.owner_idle_s,

@@ -60,7 +60,7 @@ def _codex_hooks(settings: Settings, args: argparse.Namespace) -> dict[str, Any]
                 target.hooks_file.read_text(encoding="utf-8", errors="replace")
                 if target.hooks_file.is_file() else ""):
             continue
-        codex = codex_trust.find_codex(settings, args.codex)
+        codex = codex_trust.find_codex(args.codex)
         entry: dict[str, Any] = {"hooks_file": str(target.hooks_file)}
         if codex is None:
             entry.update(status="unknown", why="codex is not on PATH (or pass --codex)")
@@ -316,7 +316,7 @@ def cmd_install(settings: Settings, args: argparse.Namespace) -> int:
         return codex_trust.consent_prompt(hooks, ask, say)
 
     trust, notes = install.settle_codex_trust(
-        request, settings, codex=codex_trust.find_codex(settings, args.codex), consent=consent)
+        request, settings, codex=codex_trust.find_codex(args.codex), consent=consent)
     result["hook_trust"] = trust
     result["notes"] = [*result["notes"], *notes]
     for note in notes:

@@ -27,6 +27,7 @@ from typing import IO, Any
 
 import tomlkit
 
+from osiris import environ
 from osiris.clients import codex_toml, files
 from osiris.clients.files import InstallRecord, TrustedHook
 from osiris.clients.install_files import FileEdit, RecordOp
@@ -64,11 +65,11 @@ class HookTrust:
                 "hash": self.current_hash, "status": self.status}
 
 
-def find_codex(settings: Settings, explicit: str | None = None) -> str | None:
+def find_codex(explicit: str | None = None) -> str | None:
     """The ``codex`` command: ``explicit`` (``--codex``), else the one on PATH."""
     if explicit:
         return explicit
-    return shutil.which("codex", path=settings.executable_path or None)
+    return shutil.which("codex", path=environ.current().get("PATH") or None)
 
 
 def user_config(settings: Settings) -> Path:
