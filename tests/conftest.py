@@ -4,9 +4,11 @@ run gets a scratch HOME, so no test (nor a process it starts) touches the user's
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +117,26 @@ def run_cli(*args: str, env: dict[str, str] | None = None,
         full_env.update(env)
     return subprocess.run([sys.executable, "-m", "osiris", *args], capture_output=True,
                           text=True, env=full_env, input=stdin, timeout=timeout, check=False)
+
+
+def release_owner_and_wait(home: Path, timeout_s: float = 20) -> None:
+    """Ask the store owner of ``home`` to exit and wait until it has: it answers once the
+    database is closed, and then still unlinks its socket and frees ``owner.lock``."""
+    ask_owner_to_release(home)
+    lock_path = home / "owner.lock"
+    if not lock_path.exists():
+        return
+    deadline = time.monotonic() + timeout_s
+    with lock_path.open("a") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the owner did not exit"
+                time.sleep(0.02)
+                continue
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            return
 
 
 def home_rows(home: Path, sql: str, params: list[Any] | None = None,

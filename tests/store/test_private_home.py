@@ -19,9 +19,8 @@ from osiris.clients import hook_entry, runner
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.store import fsutil
-from osiris.store.db import ask_owner_to_release
 from osiris.store.state import Store
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, release_owner_and_wait, run_cli
 from tests.server.transports import observe_a_result, osiris_env, run, stdio_params
 
 
@@ -119,7 +118,7 @@ def test_a_new_home_is_private_whatever_the_umask(owner: str, osiris_home: Path)
                  *(["owner.log", "owner.lock"] if owner == "on" else [])):
         assert name in modes, sorted(modes)
     assert not _open_to_others(osiris_home)
-    ask_owner_to_release(osiris_home)  # the owner checkpoints and exits
+    release_owner_and_wait(osiris_home)  # the owner checkpoints and exits
     assert not _open_to_others(osiris_home)
 
 
@@ -165,7 +164,7 @@ def test_an_open_home_is_made_private_when_it_is_opened(owner: str, osiris_home:
     env = osiris_env(OSIRIS_STORE_OWNER=owner)
     for step in (_mcp_session, _hook, _install, _osiris_run):
         step(env)
-    ask_owner_to_release(osiris_home)
+    release_owner_and_wait(osiris_home)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "shared.txt").write_text("not OSIRIS's\n")

@@ -6,7 +6,6 @@ Real engines on real DuckDB files; the crash is a real SIGKILL of a real process
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
 import os
@@ -14,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +23,10 @@ from osiris.config import Settings
 from osiris.engine.facade import Engine
 from osiris.errors import StoreError
 from osiris.store import journal, owner_log, statements
-from osiris.store.db import ask_owner_to_release
 from osiris.store.refs import RefStore
 from osiris.store.state import Store
 from osiris.store.write_behind import Batch
-from tests.conftest import run_cli
+from tests.conftest import release_owner_and_wait, run_cli
 
 TABLES = ("events", "ledger", "calls", "tasks", "refs", "task_refs", "tool_results",
           "client_sessions", "failures")
@@ -290,36 +287,20 @@ def test_records_are_applied_once_even_when_the_log_was_not_emptied(tmp_path: Pa
     assert chain.ok, chain
 
 
-def _release_and_wait(home: Path) -> None:
-    """Ask the owner to exit and wait until it has (it flushes, then frees owner.lock)."""
-    ask_owner_to_release(home)
-    deadline = time.monotonic() + 20
-    with (home / "owner.lock").open("a") as lock:
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                assert time.monotonic() < deadline, "the owner did not exit"
-                time.sleep(0.02)
-                continue
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            return
-
-
 def test_a_witness_the_flush_cannot_write_is_reported_and_repaired(osiris_home: Path) -> None:
     post = {"session_id": "s-wb", "cwd": "/tmp", "hook_event_name": "PostToolUse",
             "tool_name": "Bash", "tool_use_id": "toolu_1", "tool_input": {"command": "ls"},
             "tool_response": {"stdout": "a\nb\n", "stderr": "", "exit_code": 0}}
     first = run_cli("hook", "claude-code", "post-tool-use", stdin=json.dumps(post))
     assert first.returncode == 0, first.stderr
-    _release_and_wait(osiris_home)  # the owner flushes and exits: the witness is there
+    release_owner_and_wait(osiris_home)  # the owner flushes and exits: the witness is there
     witness = osiris_home / journal.WITNESS_NAME
     witness.unlink()
     witness.mkdir()  # it cannot be replaced now
     second = run_cli("hook", "claude-code", "post-tool-use",
                      stdin=json.dumps({**post, "tool_use_id": "toolu_2"}))
     assert second.returncode == 0 and "skipped" not in second.stderr, second.stderr
-    _release_and_wait(osiris_home)  # its flush cannot move the witness
+    release_owner_and_wait(osiris_home)  # its flush cannot move the witness
     logged = (osiris_home / "owner.log").read_text()
     assert "journal witness" in logged and "could not advance" in logged
     audit = run_cli("audit")
@@ -328,7 +309,7 @@ def test_a_witness_the_flush_cannot_write_is_reported_and_repaired(osiris_home: 
     third = run_cli("hook", "claude-code", "post-tool-use",
                     stdin=json.dumps({**post, "tool_use_id": "toolu_3"}))
     assert third.returncode == 0, third.stderr
-    _release_and_wait(osiris_home)  # the next flush writes the witness again
+    release_owner_and_wait(osiris_home)  # the next flush writes the witness again
     store = Store(Settings(home=osiris_home), create=False)
     with store.read() as con:
         chain = journal.verify_chain(con, osiris_home)
