@@ -219,8 +219,8 @@ def cmd_replay(settings: Settings, args: argparse.Namespace) -> int:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            sys.stderr.write("osiris: --parquet needs pyarrow: pip install "
-                             "'mcp-osiris[analysis]'\n")
+            sys.stderr.write("osiris: --parquet needs pyarrow, which OSIRIS installs: "
+                             "pip install 'pyarrow>=26.0'\n")
             return EXIT_USAGE
     inputs = sessions.collect(args.paths)
     if not inputs.files:
@@ -418,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hooks never rewrite a shell call: see the README, In the path.)")
     run.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND")
     hook = sub.add_parser(
-        "hook", help="a client hook: reads the client's JSON on stdin (see docs/clients.md)",
+        "hook", help="a client hook: reads the client's JSON on stdin (osiris install writes it)",
         description="Run as a client's command hook (Claude Code or Codex). PreToolUse runs "
         "precheck, answers deny/ask with OSIRIS's reason, and turns a large Read into a "
         "window ([routing]); it never rewrites a shell command. PostToolUse observes the "
@@ -497,8 +497,8 @@ def _add_install_parsers(sub: Any) -> None:
         "trusted: the install shows them and records Codex's trust after a yes (--yes in "
         "scripts), else says how to trust them later. Merges: other "
         "settings are left byte for byte; re-running changes nothing; a changed file is "
-        "first copied to FILE.osiris-backup-TIME. Undo with osiris uninstall. The files "
-        "each client and scope uses are listed in docs/clients.md.")
+        "first copied to FILE.osiris-backup-TIME. Undo with osiris uninstall. --dry-run "
+        "lists the files and the entries without writing them.")
     uninstall = sub.add_parser(
         "uninstall", help="remove what osiris install added (prints JSON)",
         description="Remove OSIRIS's server entry and hooks from the client's "

@@ -185,7 +185,8 @@ def _normal(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _hand_hint(name: str) -> str:
-    return (f"add or remove the [{TABLE}.{name}] table by hand (see docs/clients.md), or "
+    return (f"add or remove the [{TABLE}.{name}] table by hand (`osiris install "
+            "codex --dry-run` shows it), or "
             "move the file aside and run the command again.")
 
 

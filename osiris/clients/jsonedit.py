@@ -119,8 +119,8 @@ class JsonDocument:
             same = False
         if not same:
             raise ConfigError(f"could not edit {self.source} without touching other settings "
-                              "(duplicate keys?); make the change by hand (see "
-                              "docs/clients.md). Nothing was changed.")
+                              "(duplicate keys?); make the change by hand (`osiris "
+                              "install CLIENT --dry-run` shows it). Nothing was changed.")
 
     # -- text offsets ---------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """mini-swe-agent with OSIRIS: every observation through OSIRIS, prune advice applied to
-the agent's own messages. Install with ``pip install 'mcp-osiris[minisweagent]'`` and
+the agent's own messages. Install with ``pip install 'mini-swe-agent>=2.4.6,<3'`` and
 select the agent class in mini-swe-agent's configuration, for example::
 
     mini -c mini.yaml -c agent.agent_class=osiris.clients.minisweagent.OsirisAgent

@@ -16,12 +16,15 @@ from tests.server.transports import osiris_env
 
 
 @contextlib.contextmanager
-def dashboard(env: dict[str, str] | None = None, *args: str) -> Iterator[str]:
-    """Start the dashboard (``python -c 'osiris.dashboard.main()'``) on a port it binds
-    itself (``--port 0``, announced on stderr); yield its base URL once it answers."""
+def dashboard(env: dict[str, str] | None = None, *args: str,
+              command: list[str] | None = None) -> Iterator[str]:
+    """Start the dashboard (``python -c 'osiris.dashboard.main()'``, or ``command``) on a
+    port it binds itself (``--port 0``, announced on stderr); yield its base URL once it
+    answers."""
+    command = command or [sys.executable, "-c", "import sys; from osiris.dashboard import "
+                          "main; sys.exit(main(sys.argv[1:]))"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from osiris.dashboard import main; "
-         "sys.exit(main(sys.argv[1:]))", "--port", "0", *args],
+        [*command, "--port", "0", *args],
         env=env or osiris_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = announced(proc, "osiris-dashboard: http://")[-1]

@@ -221,7 +221,7 @@ def run_all(repo: Path, *, quick: bool = False, say: Callable[[str], None] = lam
     if _version() == "not installed":
         return [Measured(str(p.relative_to(traces_dir).with_suffix("").with_suffix("")),
                          MINI_SWE_AGENT, c, "not installed: pip install "
-                         "'mcp-osiris[minisweagent]'") for p in found for c in CONFIGURATIONS]
+                         "'mini-swe-agent>=2.4.6,<3'") for p in found for c in CONFIGURATIONS]
     out = []
     os.makedirs(root, exist_ok=True)
     for path in found:
