@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,6 +15,10 @@ from osiris.config import Settings
 from osiris.errors import ConfigError, InvalidInputError, NotFoundError, OsirisError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+HEAD_LINES = 20
+"""What ``osiris recall REF`` shows without an option: the first lines."""
+CUT_LINE = re.compile(r"\n?… truncated at line \d+ \([^)]*\); continue with start=\d+\s*$")
+"""The engine's own cut line (:func:`osiris.core.query`), which speaks MCP."""
 # osiris.harness.replay.profiles.PROFILES and
 # osiris.harness.replay.retrieval.RETRIEVAL_MODELS, spelled here so that the CLI's
 # start-up imports nothing of the harness (a test keeps them equal).
@@ -114,6 +119,7 @@ def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
         options["n"] = args.tail
     else:
         op = "head"
+        options["n"] = HEAD_LINES
     engine = open_engine(settings)
     try:
         answer = engine.recall(args.ref, op, **{k: v for k, v in options.items()
@@ -121,16 +127,27 @@ def cmd_recall(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         engine.close()
     text = str(answer.get("text") or "")
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     following = answer.get("next") if answer.get("truncated") else None
     if following and following.get("start") is not None:
-        again = ["osiris", "recall", args.ref]
+        # One hint, in this command's syntax: the engine's own line speaks MCP (start=…).
+        text = CUT_LINE.sub("", text)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    again = ["osiris", "recall", args.ref]
+    if following and following.get("start") is not None:
         if op == "grep":
             again += ["--grep", args.grep, "--start", str(following["start"])]
             again += ["-i"] if args.ignore_case else []
         else:
             again += ["--lines", f"{following['start']}:{following.get('end', '')}".rstrip(":")]
-        sys.stdout.write(f"[osiris: cut here; go on with `{shlex.join(again)}`]\n")
+    elif op in ("head", "tail") and answer.get("lines_total", 0) > (args.tail or HEAD_LINES):
+        # head/tail show what they were asked for, whole; say what else there is.
+        total, shown = int(answer["lines_total"]), args.tail or HEAD_LINES
+        first, last = (shown + 1, min(total, 2 * shown)) if op == "head" else \
+            (max(1, total - 2 * shown + 1), total - shown)
+        again += ["--lines", f"{first}:{last}"]
+    else:
+        return EXIT_OK
+    sys.stdout.write(f"[osiris: cut here; go on with `{shlex.join(again)}`]\n")
     return EXIT_OK
 
 

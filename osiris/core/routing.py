@@ -237,10 +237,11 @@ def shell_replacement(preview: str, *, lines: int, tokens: int, ref: str,
 
 
 def run_footer(*, exit_code: int, lines: int, tokens: int, ref: str) -> str:
-    """The last line ``osiris run`` prints under a preview (one-line recall hint)."""
+    """The last line ``osiris run`` prints under a preview: the recall hint in the shell's
+    own syntax (whoever reads it acts through a shell), as ``osiris recall`` says it."""
     status = f"exit {exit_code}" if exit_code >= 0 else f"killed by signal {-exit_code}"
     return (f"[osiris: {status}; whole output ({lines:,} lines, {tokens:,} tokens) stored as "
-            f"{ref}: osiris_recall it with op=\"grep\" pattern=… or op=\"range\" start= end=]")
+            f"{ref}: read it with `osiris recall {ref} --grep PATTERN` (or --lines A:B)]")
 
 
 MAX_ROUTED_HINT_CHARS = 500

@@ -80,6 +80,62 @@ def test_a_large_output_is_stored_whole_and_shown_as_a_preview(osiris_home: Path
                                   " kind = 'route.output'", [task]) == [(1,)]
 
 
+_HINT = re.compile(r"`(osiris recall [^`]+)`")
+
+
+def _as_shell_user(line: str) -> list[str]:
+    """A hint's command as a shell user runs it (``osiris`` is this interpreter's)."""
+    argv = shlex.split(line)
+    assert argv[:2] == ["osiris", "recall"], line
+    return [sys.executable, "-m", "osiris", *argv[1:]]
+
+
+def _recall(argv: list[str]) -> tuple[list[str], str | None]:
+    """The lines an ``osiris recall`` printed, and the command its one hint says (None:
+    nothing was cut)."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    hints = [line for line in lines if line.startswith("[osiris:")]
+    assert len(hints) <= 1 and not any("start=" in line for line in lines), done.stdout[-600:]
+    if not hints:
+        return lines, None
+    assert lines[-1] == hints[0]
+    found = _HINT.search(hints[0])
+    assert found is not None and "go on with" in hints[0], hints[0]
+    return lines[:-1], found.group(1)
+
+
+def test_what_osiris_run_and_recall_print_is_what_a_shell_user_runs(osiris_home: Path) -> None:
+    done = run("seq 1 3000")
+    footer = done.stdout.decode("utf-8").splitlines()[-1]
+    (ref,) = set(REF.findall(footer))
+    hinted = _HINT.search(footer)
+    assert hinted is not None and "osiris_recall" not in footer, footer
+    lines, _ = _recall(_as_shell_user(hinted.group(1).replace("PATTERN", "^2999$")))
+    assert lines == ["2999:2999"]
+    # Cut answers are followed to the end: every line once, in order, one hint each time.
+    for first in (["--lines", "1:3000", "--max-tokens", "200"], ["--grep", "7", "-i"]):
+        seen: list[str] = []
+        command: str | None = shlex.join(["osiris", "recall", ref, *first])
+        while command is not None:
+            page, command = _recall(_as_shell_user(command))
+            seen += page
+        if first[0] == "--lines":
+            assert seen == [f"{i}:{i}" for i in range(1, 3001)]
+        else:
+            assert seen == [f"{i}:{i}" for i in range(1, 3001) if "7" in str(i)]
+    # A bare recall shows the first lines, and says so; --tail the last.
+    head, more = _recall([sys.executable, "-m", "osiris", "recall", ref])
+    assert head == [f"{i}:{i}" for i in range(1, 21)] and more is not None
+    assert more.endswith("--lines 21:40")
+    tail, before = _recall([sys.executable, "-m", "osiris", "recall", ref, "--tail", "5"])
+    assert tail == [f"{i}:{i}" for i in range(2996, 3001)] and before is not None
+    assert before.endswith("--lines 2991:2995")
+    whole, nothing = _recall([sys.executable, "-m", "osiris", "recall", ref, "--lines", "5:9"])
+    assert whole == [f"{i}:{i}" for i in range(5, 10)] and nothing is None
+
+
 def test_threshold_and_non_utf8_output(osiris_home: Path) -> None:
     small = run("seq 1 50", "--threshold", "10")
     assert "[osiris: exit 0" in small.stdout.decode()  # 50 lines > 10 tokens: previewed
