@@ -514,13 +514,14 @@ def _add_install_parsers(sub: Any) -> None:
         "trusted: the install shows them and records Codex's trust after a yes (--yes in "
         "scripts), else says how to trust them later. Merges: other "
         "settings are left byte for byte; re-running changes nothing; a changed file is "
-        "first copied to FILE.osiris-backup-TIME. Undo with osiris uninstall. --dry-run "
+        "first copied to FILE.osiris-backup (one per file). Undo with osiris uninstall. --dry-run "
         "lists the files and the entries without writing them.")
     uninstall = sub.add_parser(
         "uninstall", help="remove what osiris install added (prints JSON)",
         description="Remove OSIRIS's server entry and hooks from the client's "
         "configuration, and the containers and files its install created; nothing else. "
-        "A changed file is first copied to FILE.osiris-backup-TIME.")
+        "A changed file is first copied to FILE.osiris-backup; an uninstall that puts a "
+        "file back as it was removes its backup.")
     for parser in (install, uninstall):
         parser.add_argument("client", choices=clients, help="the client to configure")
         scope = parser.add_mutually_exclusive_group()

@@ -29,7 +29,7 @@ from typing import Any
 
 from osiris.errors import ConfigError
 
-BACKUP_INFIX = ".osiris-backup-"
+BACKUP_SUFFIX = ".osiris-backup"
 RECORDS = Path("clients") / "installs.json"
 RECORDS_VERSION = 1
 
@@ -64,14 +64,21 @@ def missing_dirs(path: Path) -> list[Path]:
     return out[::-1]
 
 
-def backup(path: Path) -> Path:
-    """Copy ``path`` to ``<path>.osiris-backup-<UTC time>`` (mode and times kept)."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    target = path.with_name(path.name + BACKUP_INFIX + stamp)
-    counter = 1
-    while target.exists():  # two changes within one second (install, then uninstall)
-        target = path.with_name(f"{path.name}{BACKUP_INFIX}{stamp}-{counter}")
-        counter += 1
+def backup_path(path: Path) -> Path:
+    """The one backup OSIRIS keeps of a configuration file: ``<path>.osiris-backup``."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def backup(path: Path, after: str | None) -> Path | None:
+    """Before OSIRIS changes ``path`` to ``after``: copy it to its backup (mode and times
+    kept), which then holds the file as it was before OSIRIS's latest change. When the
+    change puts back exactly what the backup holds (an uninstall after an install), the
+    backup goes instead: the file is the user's own again, and nothing of OSIRIS's is
+    left beside it. The backup's path, or None when there is none now."""
+    target = backup_path(path)
+    if after is not None and read_text(target) == after:
+        target.unlink()
+        return None
     shutil.copy2(path, target)
     return target
 
@@ -180,12 +187,13 @@ def _trusted(item: dict[str, Any]) -> TrustedHook:
                        None if separator is None else str(separator))
 
 
-def _records_path(home: Path) -> Path:
+def records_path(home: Path) -> Path:
+    """Where the install records of ``home`` are."""
     return home / RECORDS
 
 
 def _load_records(home: Path) -> dict[str, Any]:
-    text = read_text(_records_path(home))
+    text = read_text(records_path(home))
     if text is None:
         return {"version": RECORDS_VERSION, "files": {}}
     try:
@@ -226,13 +234,17 @@ def save_record(home: Path, config: Path, name: str, record: InstallRecord | Non
             del files[key]
     else:
         files.setdefault(key, {})[name] = asdict(record)
-    path = _records_path(home)
+    path = records_path(home)
     if not files:  # the last install was undone: no file of ours stays behind
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()
+        # The folders go too when empty, the home only if an install made it.
+        for folder in (path.parent, home) if doc.get("created_home") else (path.parent,):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         return
+    if not home.exists():
+        doc["created_home"] = True
     # The home and its folder private, as the store makes them (osiris.store.fsutil, which
     # a client may not import); Path.mkdir gives only the last one its mode.
     for folder in (home, path.parent):

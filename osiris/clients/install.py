@@ -315,10 +315,19 @@ def apply_plan(plan: Plan) -> dict[str, Any]:
             raise ConfigError(f"{edit.path} changed while OSIRIS was planning its edit "
                               "(is the client running and writing it?); run the command "
                               "again. Nothing was changed.")
+    records: dict[Path, bool] = {}
     for edit in plan.edits:
+        for op in edit.record_ops if edit.changed else ():
+            records.setdefault(files.records_path(op.home), files.records_path(op.home).exists())
         backup = write_edit(edit, plan.target.scope, plan.name)
         done.append({"path": str(edit.path), "role": edit.role, "status": edit.status,
                      "backup": str(backup) if backup else None})
+    for path, existed in records.items():  # OSIRIS's own file is written too: say so
+        status = ("updated" if existed else "created") if path.exists() else \
+            ("removed" if existed else None)
+        if status:
+            done.append({"path": str(path), "role": "install record", "status": status,
+                         "backup": None})
     return {"action": plan.action, "client": plan.target.client, "scope": plan.target.scope,
             "name": plan.name, "changed": plan.changed, "files": done,
             "notes": list(plan.notes), "message": plan.message()}
@@ -332,7 +341,7 @@ def write_edit(edit: FileEdit, scope: str, name: str) -> Path | None:
     backup = None
     real = files.real_path(edit.path)
     if edit.before is not None and edit.backup:
-        backup = files.backup(real)
+        backup = files.backup(real, edit.after)
     if edit.after is None:
         real.unlink()
         for directory in reversed(edit.remove_dirs):

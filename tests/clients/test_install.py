@@ -62,7 +62,7 @@ class World:
 
     def backups(self) -> list[Path]:
         return sorted(p for base in (self.user, self.project) for p in base.rglob("*")
-                      if ".osiris-backup-" in p.name)
+                      if ".osiris-backup" in p.name)
 
 
 @pytest.fixture
@@ -265,7 +265,7 @@ def test_round_trip_keeps_existing_configuration_byte_for_byte(
 
     report = world.ok("install", client, f"--{scope}")
     # Codex's hooks live in a file of their own (hooks.json), which the seed lacks.
-    assert {f["status"] for f in report["files"]} == (
+    assert {f["status"] for f in report["files"] if f["role"] != "install record"} == (
         {"updated", "created"} if client == "codex" else {"updated"})
     for path, text in originals.items():
         before = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
@@ -279,8 +279,11 @@ def test_round_trip_keeps_existing_configuration_byte_for_byte(
                    if line.strip() not in ("}", "]", "},", "],")), path
     backups = world.backups()
     assert sorted(b.read_text("utf-8") for b in backups) == sorted(originals.values())
-    assert sorted(b.parent / b.name.split(".osiris-backup-")[0] for b in backups) \
-        == sorted(originals)
+    assert sorted(b.parent / b.name.removesuffix(".osiris-backup") for b in backups) \
+        == sorted(originals)  # one backup per file
+    records = world.osiris_home / "clients" / "installs.json"
+    assert {"path": str(records), "role": "install record", "status": "created",
+            "backup": None} in report["files"]
     if client == "claude-code":
         hooks = json.loads(world.hooks_file(scope).read_text("utf-8"))["hooks"]
         # OSIRIS's group comes after the user's own, which still run first.
@@ -294,12 +297,17 @@ def test_round_trip_keeps_existing_configuration_byte_for_byte(
     assert len(world.backups()) == len(backups)  # no new backup for no change
 
     gone = world.ok("uninstall", client, f"--{scope}")
-    assert {f["status"] for f in gone["files"]} == (
+    assert {f["status"] for f in gone["files"] if f["role"] != "install record"} == (
         {"updated", "removed"} if client == "codex" else {"updated"})
     for path, text in originals.items():
         assert path.read_text("utf-8") == text
         assert path.read_bytes() == text.encode("utf-8")
-    assert all(f["backup"] for f in gone["files"] if f["status"] == "updated")
+    # Every file is as it was before the install: its backup and OSIRIS's record went too,
+    # and so did the home the install made for the record.
+    assert world.backups() == [] and not any(f["backup"] for f in gone["files"])
+    assert {"path": str(records), "role": "install record", "status": "removed",
+            "backup": None} in gone["files"]
+    assert not world.osiris_home.exists()
     assert not (world.user / ".codex" / "hooks.json").exists()
     assert not (world.project / ".codex" / "hooks.json").exists()
 
@@ -435,7 +443,7 @@ def test_hooks_mcp_tool_and_none(world: World) -> None:
     switched = world.ok("install", "claude-code", "--project", "--hooks", "command",
                         "--name", "osi")
     # The server no longer lists osiris_hook; the hooks are commands again.
-    assert [f["status"] for f in switched["files"]] == ["updated", "updated"]
+    assert [f["status"] for f in switched["files"]] == ["updated", "updated", "updated"]
     assert "OSIRIS_HOOK_TOOL" not in parse(
         world.server_file("claude-code", "project"))["mcpServers"]["osi"]["env"]
     assert own_handlers(settings, "PreToolUse")[0]["type"] == "command"
