@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from osiris.harness.tuning import half_of
 
-__all__ = ["COST_MODELS", "bill_tables", "saved", "source_of"]
+__all__ = ["COST_MODELS", "Section", "bill_tables", "extra_calls", "needs_kept", "saved",
+           "sections", "source_of", "summary_table"]
 
 BARE = "bare"
 CLIENTS = ("claude-code", "codex")
@@ -90,6 +92,58 @@ def _configurations(rows: list[dict[str, Any]], order: Sequence[str]) -> list[st
     return [c for c in order if c in present] + sorted(present - set(order))
 
 
+@dataclass(frozen=True)
+class Section:
+    """One client and one source of sessions: the sessions every configuration present ran
+    to the end, billed under the client's provider's cost model."""
+
+    client: str
+    source: str
+    model: str
+    sessions: list[str]
+    rows: list[dict[str, Any]]
+    bare: dict[str, dict[str, Any]]
+
+    def of(self, configuration: str) -> list[dict[str, Any]]:
+        """The rows of ``configuration``."""
+        return [r for r in self.rows if r["configuration"] == configuration]
+
+    def cost(self, these: list[dict[str, Any]], model: str | None = None) -> float:
+        """``these`` rows' billed cost, pooled, under ``model`` (the provider's by default)."""
+        return float(sum(r[f"billed_cost_{model or self.model}"] for r in these))
+
+    def base(self, model: str | None = None) -> float:
+        """The bare client's billed cost, pooled."""
+        return self.cost(list(self.bare.values()), model)
+
+
+def sections(rows: list[dict[str, Any]]) -> list[Section]:
+    """Per client (``claude-code``, then ``codex``) and source, the sessions to compare."""
+    out = []
+    for client in CLIENTS:
+        mine = [r for r in rows if r["client"] == client]
+        for source in sorted({source_of(r) for r in mine}):
+            part = [r for r in mine if source_of(r) == source]
+            sessions = _complete(part)
+            chosen = [r for r in part if r["session"] in sessions]
+            bare = {r["session"]: r for r in chosen if r["configuration"] == BARE}
+            if sessions and bare:
+                out.append(Section(client, source, COST_OF_CLIENT[client], sessions, chosen,
+                                   bare))
+    return out
+
+
+def needs_kept(these: list[dict[str, Any]]) -> str:
+    """``kept/needs``: the needs the agent still had or got back, of those it had."""
+    kept = sum(int(r["needs_kept"]) + int(r["needs_retrieved"]) for r in these)
+    return f"{kept}/{sum(int(r['needs_total']) for r in these)}"
+
+
+def extra_calls(these: list[dict[str, Any]]) -> int:
+    """The calls the agent made to get back what the prompt had lost."""
+    return sum(int(r["extra_calls"]) for r in these)
+
+
 def bill_tables(rows: list[dict[str, Any]], order: Sequence[str]) -> list[str]:
     """The first table (per client and source: billed cost under the client's provider,
     pooled, median and worst session; cumulative input; compactions and refusals per
@@ -98,61 +152,70 @@ def bill_tables(rows: list[dict[str, Any]], order: Sequence[str]) -> list[str]:
     out: list[str] = []
     every: list[str] = ["| client | source | configuration | " + " | ".join(COST_MODELS)
                         + " |", "|---|---|---|" + "---|" * len(COST_MODELS)]
-    for client in CLIENTS:
-        mine = [r for r in rows if r["client"] == client]
-        model = COST_OF_CLIENT[client]
-        for source in sorted({source_of(r) for r in mine}):
-            part = [r for r in mine if source_of(r) == source]
-            sessions = _complete(part)
-            if not sessions:
-                continue
-            chosen = [r for r in part if r["session"] in sessions]
-            bare = {r["session"]: r for r in chosen if r["configuration"] == BARE}
-            if not bare:
-                continue
-            written = ("output tokens included" if all(
-                r.get("output_tokens") is not None for r in chosen) else
-                "input tokens only: these rows predate output pricing")
-            out += [f"**{client}, {source}** ({len(sessions)} session"
-                    f"{'s' if len(sessions) > 1 else ''}; billed under {model}, the "
-                    f"provider's own cache, {written})", "",
-                    "| configuration | billed cost | pooled | median session | worst session "
-                    "| cumulative input | compactions per session | refused prompts | "
-                    "tool-result tokens re-sent | needs kept | extra calls | added ms per "
-                    "call (median) |",
-                    "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-            base = {m: sum(r[f"billed_cost_{m}"] for r in bare.values()) for m in COST_MODELS}
-            base_tokens = sum(r["cumulative_input_tokens"] for r in bare.values())
-            for configuration in _configurations(chosen, order):
-                these = [r for r in chosen if r["configuration"] == configuration]
-                cost = sum(r[f"billed_cost_{model}"] for r in these)
-                tokens = sum(r["cumulative_input_tokens"] for r in these)
-                if configuration == BARE:
-                    pooled = median = worst = "baseline"
-                    tokens_cell = f"{tokens:,}"
-                else:
-                    pooled = saved(_gain(cost, base[model]))
-                    median, worst = _spread(these, bare, f"billed_cost_{model}")
-                    tokens_cell = f"{tokens:,} ({saved(_gain(tokens, base_tokens))})"
-                compactions = sum(int(r.get("compaction_requests") or 0) for r in these)
-                refused = sum(int(r.get("refused_requests") or 0) for r in these)
-                kept = sum(int(r["needs_kept"]) + int(r["needs_retrieved"]) for r in these)
-                needs = sum(int(r["needs_total"]) for r in these)
-                added = [float(r["added_ms_per_call"]) for r in these
-                         if r.get("added_ms_per_call") is not None]
-                out.append(
-                    f"| {configuration} | ${cost:,.4f} | {pooled} | {median} | {worst} | "
-                    f"{tokens_cell} | {compactions / len(these):.1f} | {refused} | "
-                    f"{sum(int(r['tool_result_tokens']) for r in these):,} | "
-                    f"{kept}/{needs} | {sum(int(r['extra_calls']) for r in these)} | "
-                    f"{_added(added, these, configuration)} |")
-                cells = [saved(_gain(sum(r[f"billed_cost_{m}"] for r in these), base[m]))
-                         if configuration != BARE else f"${base[m]:,.4f}"
-                         for m in COST_MODELS]
-                every.append(f"| {client} | {source} | {configuration} | "
-                             + " | ".join(cells) + " |")
-            out.append("")
+    for section in sections(rows):
+        client, source, model, chosen = section.client, section.source, section.model, \
+            section.rows
+        written = ("output tokens included" if all(
+            r.get("output_tokens") is not None for r in chosen) else
+            "input tokens only: these rows predate output pricing")
+        count = len(section.sessions)
+        out += [f"**{client}, {source}** ({count} session{'s' if count > 1 else ''}; billed "
+                f"under {model}, the provider's own cache, {written})", "",
+                "| configuration | billed cost | pooled | median session | worst session "
+                "| cumulative input | compactions per session | refused prompts | "
+                "tool-result tokens re-sent | needs kept | extra calls | added ms per "
+                "call (median) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        base_tokens = sum(r["cumulative_input_tokens"] for r in section.bare.values())
+        for configuration in _configurations(chosen, order):
+            these = section.of(configuration)
+            cost = section.cost(these)
+            tokens = sum(r["cumulative_input_tokens"] for r in these)
+            if configuration == BARE:
+                pooled = median = worst = "baseline"
+                tokens_cell = f"{tokens:,}"
+            else:
+                pooled = saved(_gain(cost, section.base()))
+                median, worst = _spread(these, section.bare, f"billed_cost_{model}")
+                tokens_cell = f"{tokens:,} ({saved(_gain(tokens, base_tokens))})"
+            compactions = sum(int(r.get("compaction_requests") or 0) for r in these)
+            refused = sum(int(r.get("refused_requests") or 0) for r in these)
+            added = [float(r["added_ms_per_call"]) for r in these
+                     if r.get("added_ms_per_call") is not None]
+            out.append(
+                f"| {configuration} | ${cost:,.4f} | {pooled} | {median} | {worst} | "
+                f"{tokens_cell} | {compactions / len(these):.1f} | {refused} | "
+                f"{sum(int(r['tool_result_tokens']) for r in these):,} | "
+                f"{needs_kept(these)} | {extra_calls(these)} | "
+                f"{_added(added, these, configuration)} |")
+            cells = [saved(_gain(section.cost(these, m), section.base(m)))
+                     if configuration != BARE else f"${section.base(m):,.4f}"
+                     for m in COST_MODELS]
+            every.append(f"| {client} | {source} | {configuration} | "
+                         + " | ".join(cells) + " |")
+        out.append("")
     if not out:
         return []
     return [*out, "The same sessions billed under every cache model (the bare client's bill, "
             "and each configuration against it):", "", *every, ""]
+
+
+def summary_table(rows: list[dict[str, Any]], shown: Sequence[str]) -> list[str]:
+    """The short table a newcomer reads first: per client and source, the bare client's
+    bill under its provider, then each configuration of ``shown`` against it, pooled, in
+    words; needs kept and extra calls beside each. Client and source are named on the
+    first row of their section only."""
+    out = ["| client | source (sessions) | configuration | billed cost | needs kept | "
+           "extra calls |", "|---|---|---|---|---|---|"]
+    for section in sections(rows):
+        named = f"{section.client} | {section.source} ({len(section.sessions)})"
+        for configuration in [BARE, *shown]:
+            these = section.of(configuration)
+            if not these:
+                continue
+            cost = (f"${section.base():,.4f}" if configuration == BARE else
+                    saved(_gain(section.cost(these), section.base())))
+            out.append(f"| {named} | {configuration} | {cost} | {needs_kept(these)} | "
+                       f"{extra_calls(these)} |")
+            named = " | "
+    return out if len(out) > 2 else []

@@ -1,18 +1,21 @@
-"""The README's measured figures, generated from ``reports/`` (cog's habit).
+"""The measured figures of the README and of ``docs/``, generated from ``reports/`` (cog's
+habit).
 
-The README quotes the benchmark: token figures, identical from run to run, and timings,
-different on every run. So that it can never disagree with the reports, it quotes them
-only inside marked blocks::
+The README and the pages of ``docs/`` quote the benchmark: token figures, identical from
+run to run, and timings, different on every run. So that they can never disagree with
+the reports, they quote them only inside marked blocks::
 
     <!-- bench:NAME -->
     ...
     <!-- /bench:NAME -->
 
 whose text :func:`render` produces from the files under ``reports/`` (the Parquet rows
-and ``FOOTPRINT.json``). A benchmark run that writes the repository's own ``reports/``
-rewrites the blocks (:func:`write_readme`), and ``tests/test_readme.py`` checks that the
-committed README's blocks are what the committed reports render. Text outside the
-blocks carries no measurement.
+and ``FOOTPRINT.json``). Each block stands in exactly one page (:func:`pages`: README.md
+and ``docs/*.md``); its links are written from the repository's root and rebased for the
+page that holds it (:func:`rebased`). A benchmark run that writes the repository's own
+``reports/`` rewrites the blocks of every page (:func:`write_readme`), and
+``tests/test_readme.py`` checks that the committed pages' blocks are what the committed
+reports render. Text outside the blocks carries no measurement.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.reports.bill import saved
+from osiris.harness.reports.bill import COST_OF_CLIENT, saved
 from osiris.harness.reports.report import (
     CLIENT_COST_MODEL,
     CLIENT_ORDER,
@@ -47,6 +50,12 @@ LABELS = {"raw": "raw (every output kept)",
           "osiris-adaptive": "OSIRIS adaptive", "oracle": "oracle (only the needed strings)"}
 WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 PERF_LINK = "[`reports/PERF.md`](reports/PERF.md)"
+LINK = re.compile(r"\]\((?![a-z][a-z+.-]*:|#|/)([^)\s]+)\)")
+"""A markdown link to a path in the repository (no scheme, anchor or absolute path)."""
+THE_SEED = ("the seed, the design documents OSIRIS was first specified in (they are not "
+            "in this repository)")
+"""What "the seed" is, said wherever a block compares with it."""
+NO_CLIENTS = "The real-client stage (`osiris bench clients`) has not run into these reports.\n"
 
 
 class Reports:
@@ -198,7 +207,8 @@ def block_peers(reports: Reports) -> str:
 
 
 def block_sweep(reports: Reports) -> str:
-    """The seed's payload sweep against the seed's own figures."""
+    """The seed's payload sweep against the seed's own figures (:data:`THE_SEED` says what the
+    seed is)."""
     sweep = {(r["size"], r["system"]): r for r in reports.rows("results")
              if r["workload"] == "sweep"}
     sizes = [s for s in SEED if (s, "osiris-adaptive") in sweep]
@@ -215,8 +225,8 @@ def block_sweep(reports: Reports) -> str:
     ours[0] = ours[0].replace(f"at {sizes[0]:,}", f"at {sizes[0]:,} tokens", 1)
     seed = [f"{SEED[s][3]:+.2f}%" for s in sizes]
     per_session = sweep[(sizes[0], "osiris-adaptive")]["steps"]
-    return (f"The seed's payload sweep ({_word(per_session)} payloads per session, fixed cost "
-            "amortised as the seed reports it): net gain on the final context "
+    return (f"The payload sweep of {THE_SEED}: {_word(per_session)} payloads per session, fixed "
+            "cost amortised as the seed reports it. Net gain on the final context "
             f"{_listing(ours)}, against the seed's {_listing(seed)}.\n")
 
 
@@ -250,8 +260,9 @@ def block_footprint(reports: Reports) -> str:
             "(name, description, input schema, as compact JSON) cost "
             f"**{fp['total_tokens']:,} cl100k tokens** (`osiris footprint`; "
             f"{fp['pretty_json_total_tokens']:,} if a client pretty-prints them; "
-            f"{fp['dispatch_only_tokens']:,} in dispatch-only mode), against the seed's "
-            f"{fp['seed_tokens']:,}. A test keeps them at or under {fp['budget_tokens']:,}. The "
+            f"{fp['dispatch_only_tokens']:,} in dispatch-only mode), against "
+            f"{fp['seed_tokens']:,} for the tools of {THE_SEED}. A test keeps them at or "
+            f"under {fp['budget_tokens']:,}. The "
             f"built-in doctrine of the server's instructions adds {fp['instructions_tokens']:,} "
             f"tokens ({fp['instructions_chars']:,} characters).\n")
 
@@ -416,19 +427,49 @@ def block_dashboard(reports: Reports) -> str:
             f"{ms(audit['median_s'])} ms.\n")
 
 
+def _versions() -> str:
+    """``claude-code 2.1.328, codex 0.169.0``: the real clients the sessions ran in."""
+    from osiris.harness.clients.run import VERSIONS
+
+    return ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
+
+
+def block_summary(reports: Reports) -> str:
+    """What a user pays, first: the clients block's rows, pooled per client and source,
+    OSIRIS and context-mode against the bare client, in words."""
+    from osiris.harness.clients.configs import CONTEXT_MODE, OSIRIS
+    from osiris.harness.reports.bill import summary_table
+
+    table = summary_table(reports.rows("clients_sessions"), (OSIRIS, CONTEXT_MODE))
+    if not table:
+        return NO_CLIENTS
+    models = _listing([f"{c} under {m}" for c, m in COST_OF_CLIENT.items()])
+    return "\n".join([
+        f"Real sessions played again inside the real clients ({_versions()}), offline "
+        "against a scripted model; each configuration installed as its own documentation "
+        f"says; billed as each client's provider bills ({models}, prompt cache included) "
+        "and pooled over the sessions of each source:", "", *table, "",
+        "*N% saved*: that configuration's bill for the same sessions came to N% less than "
+        "the bare client's; *N% more*: N% more. *osiris* is OSIRIS as `osiris install` sets "
+        "it up; *context-mode* a peer tool. *Needs kept*: of the facts a later call used, "
+        "those the agent still had or got back; *extra calls*: the calls it made to get them "
+        "back. *tielec-ai-workflow-agent* is one team's automated agent "
+        "(`datasets/traces/`), *corpus* public interactive sessions from other projects "
+        "(`datasets/corpus/`). OSIRIS's routing was tuned on the tielec sessions and on "
+        "the *tuning half* of the Claude Code corpus; the *unseen half* is what to expect "
+        "on sessions it was not tuned on."]) + "\n"
+
+
 def block_clients(reports: Reports) -> str:
     """The real Claude Code and Codex running the traces, per configuration."""
     from osiris.harness.clients.configs import SESSION_CONFIGURATIONS
-    from osiris.harness.clients.run import VERSIONS
     from osiris.harness.reports.bill import bill_tables
 
     rows = reports.rows("clients_sessions")
     table = bill_tables(rows, SESSION_CONFIGURATIONS)
     if not table:
-        return ("The real-client stage (`osiris bench clients`) has not run into these "
-                "reports.\n")
-    versions = ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
-    lines = [f"Real sessions run again inside the real clients ({versions}), offline "
+        return NO_CLIENTS
+    lines = [f"Real sessions run again inside the real clients ({_versions()}), offline "
              "against a scripted model that issues each session's calls in its workspace "
              "and retrieves what the prompt lost with the client's own tools; every figure "
              "is counted from the requests the client sent, and billed as the provider "
@@ -502,14 +543,15 @@ def _clients_findings(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -
 
 
 BLOCKS: dict[str, Callable[[Reports], str]] = {
-    "clients": block_clients, "traces": block_traces, "peers": block_peers, "sweep": block_sweep,
-    "duration": block_duration, "footprint": block_footprint, "hooks": block_hooks,
-    "owner": block_owner, "mini": block_mini,
-    "dashboard": block_dashboard}
+    "summary": block_summary, "clients": block_clients, "traces": block_traces,
+    "peers": block_peers, "sweep": block_sweep, "duration": block_duration,
+    "footprint": block_footprint, "hooks": block_hooks, "owner": block_owner,
+    "mini": block_mini, "dashboard": block_dashboard}
 
 
 def render(reports: Path) -> dict[str, str]:
-    """The text of every README block, from the reports under ``reports``."""
+    """The text of every block, from the reports under ``reports``; links written from the
+    repository's root (:func:`rebased` moves them to the page that holds the block)."""
     source = Reports(reports)
     return {name: _wrapped(make(source)) for name, make in BLOCKS.items()}
 
@@ -528,44 +570,84 @@ def _fill(paragraph: str) -> str:
 
 
 def blocks_in(text: str) -> dict[str, str]:
-    """The blocks of a README as they stand: name → text between the markers."""
+    """The blocks of a page as they stand: name → text between the markers."""
     found: dict[str, str] = {}
     for match in BLOCK.finditer(text):
         if match["name"] in found:
-            raise ValueError(f"README block bench:{match['name']} appears twice")
+            raise ValueError(f"block bench:{match['name']} appears twice")
         found[match["name"]] = match["body"]
     return found
 
 
-def update(text: str, rendered: dict[str, str]) -> str:
-    """``text`` with each block's body replaced by its rendering."""
+def rebased(text: str, page: Path) -> str:
+    """``text``'s links to paths of the repository, written from its root, as seen from
+    ``page`` (the page's path inside the repository: ``docs/benchmark.md``)."""
+    up = "../" * (len(page.parts) - 1)
+    return LINK.sub(lambda m: f"]({up}{m[1]})", text) if up else text
+
+
+def update(text: str, rendered: dict[str, str], page: Path = Path("README.md")) -> str:
+    """``text`` (the page at ``page`` in the repository) with each block's body replaced
+    by its rendering."""
     unknown = sorted(set(blocks_in(text)) - set(rendered))
     if unknown:
-        raise ValueError(f"README blocks with no generator: {unknown}; known: "
+        raise ValueError(f"{page}: blocks with no generator: {unknown}; known: "
                          f"{sorted(rendered)}")
-    return BLOCK.sub(lambda m: f"<!-- bench:{m['name']} -->\n{rendered[m['name']]}"
+    return BLOCK.sub(lambda m: f"<!-- bench:{m['name']} -->\n"
+                               f"{rebased(rendered[m['name']], page)}"
                                f"<!-- /bench:{m['name']} -->", text)
 
 
+def pages(repo: Path) -> list[Path]:
+    """The pages that may hold blocks: ``README.md`` and ``docs/*.md``."""
+    return [repo / "README.md", *sorted((repo / "docs").glob("*.md"))]
+
+
+def placed(repo: Path) -> dict[str, Path]:
+    """Block name → the page that holds it; ValueError when two pages hold one block."""
+    where: dict[str, Path] = {}
+    for page in pages(repo):
+        if not page.exists():
+            continue
+        for name in blocks_in(page.read_text("utf-8")):
+            if name in where:
+                raise ValueError(f"block bench:{name} stands in both "
+                                 f"{where[name].relative_to(repo)} and "
+                                 f"{page.relative_to(repo)}")
+            where[name] = page
+    return where
+
+
 def write_readme(readme: Path, reports: Path) -> bool:
-    """Regenerate the blocks of ``readme`` from ``reports``; True if the file changed."""
-    text = readme.read_text("utf-8")
-    new = update(text, render(reports))
-    if new == text:
-        return False
-    readme.write_text(new, "utf-8")
-    return True
+    """Regenerate the blocks of ``readme`` and of the pages of ``docs/`` beside it from
+    ``reports``, each block rendered once; True if a page changed. Nothing is written
+    when a page holds a block with no generator or two pages hold the same block."""
+    repo = readme.parent
+    placed(repo)
+    rendered = render(reports)
+    changed = {}
+    for page in pages(repo):
+        if page.exists():
+            text = page.read_text("utf-8")
+            new = update(text, rendered, page.relative_to(repo))
+            if new != text:
+                changed[page] = new
+    for page, new in changed.items():
+        page.write_text(new, "utf-8")
+    return bool(changed)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m osiris.harness.reports.readme_blocks [REPO]``: rewrite REPO/README.md's blocks
-    from REPO/reports without running the benchmark (after editing a block's wording)."""
+    """``python -m osiris.harness.reports.readme_blocks [REPO]``: rewrite the blocks of
+    REPO/README.md and REPO/docs/*.md from REPO/reports without running the benchmark
+    (after editing a block's wording, or moving a block to another page)."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
     repo = Path(args[0] if args else ".").resolve()
     changed = write_readme(repo / "README.md", repo / "reports")
-    sys.stderr.write(f"{repo / 'README.md'}: {'rewritten' if changed else 'unchanged'}\n")
+    sys.stderr.write(f"{repo}: README.md and docs/ blocks "
+                     f"{'rewritten' if changed else 'unchanged'}\n")
     return 0
 
 
