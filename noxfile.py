@@ -11,6 +11,9 @@ import nox
 
 nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["tests", "lint"]
+# One pytest-xdist worker per core; the tests that drive the real clients or the
+# benchmark stay together on one worker (tests/conftest.py, ONE_AT_A_TIME).
+PARALLEL = ("-n", "auto")
 
 
 @nox.session
@@ -27,7 +30,7 @@ def tests(session: nox.Session) -> None:
     # root or sudo the install fails; the browser tests then skip (fail in .ci/run).
     if shutil.which("apt-get") or (shutil.which("chromium") and shutil.which("chromedriver")):
         session.run("bash", ".ci/install-browser", external=True, success_codes=[0, 1])
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *PARALLEL, *session.posargs)
     # The npm launcher (npm/): Node's own test runner, end to end against this session's
     # Python. Without Node the launcher tests cannot run: an error in CI, a note here.
     if shutil.which("node"):
@@ -46,7 +49,7 @@ def fast(session: nox.Session) -> None:
     benchmark, real clients, a browser or several processes for seconds), without the
     installs of Node, the browser and the peer. ``nox -s tests`` (CI) runs them all."""
     session.install("-e", ".[test,analysis]")
-    session.run("pytest", "-m", "not slow", *session.posargs)
+    session.run("pytest", "-m", "not slow", *PARALLEL, *session.posargs)
 
 
 @nox.session

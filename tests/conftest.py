@@ -40,6 +40,33 @@ def _tree_state(root: Path) -> dict[str, tuple[int, int]]:
     return state
 
 
+# Tests that drive the real Claude Code and Codex, or the benchmark (whose scratch roots
+# /tmp/osiris-bench-* are fixed on purpose): one pytest-xdist worker runs them one after
+# the other, as a user runs one client session at a time; the other workers run the rest
+# beside them, test by test. (xdist's own ``--dist loadgroup`` did not group anything
+# with pytest 9.2 and xdist 3.8: hence a scheduler of our own.)
+ONE_AT_A_TIME = frozenset({
+    "tests/cli/test_bench_session.py", "tests/harness/test_bench.py",
+    "tests/harness/test_bench_clients.py", "tests/harness/test_bench_mini.py",
+    "tests/harness/test_client_heads.py", "tests/harness/test_codex_path.py",
+    "tests/harness/test_codex_trust.py", "tests/harness/test_in_the_path.py",
+    "tests/harness/test_notebooks.py", "tests/harness/test_real_clients.py",
+    "tests/harness/test_routing_real_clients.py"})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling, with :data:`ONE_AT_A_TIME` as one scope and every other
+    test a scope of its own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneAtATime(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "one-at-a-time" if nodeid.split("::", 1)[0] in ONE_AT_A_TIME else nodeid
+
+    return OneAtATime(config, log)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Remember the real ~/.osiris before any test runs."""
     session.config.stash[_REAL_HOME_STATE] = (REAL_OSIRIS_HOME.exists(),

@@ -47,3 +47,10 @@ def test_a_run_that_writes_to_the_real_osiris_home_fails(tmp_path: Path) -> None
     changed = _inner_run(tmp_path, f"(Path({str(real)!r}) / 'osiris.duckdb').write_text('x')")
     assert changed.returncode == 1, changed.stdout
     assert "changed: osiris.duckdb" in changed.stdout
+
+
+def test_the_tests_run_one_at_a_time_are_still_there() -> None:
+    """conftest's list names modules by path: a renamed one would run beside the others."""
+    from tests.conftest import ONE_AT_A_TIME, REPO
+
+    assert all((REPO / path).is_file() for path in ONE_AT_A_TIME)

@@ -57,6 +57,7 @@ def test_every_format_of_the_dataset_replays_and_matches_the_schema(
     assert doc["skipped"] == {"lines": {}, "files": [], "unmatched_paths": []}
 
 
+@pytest.mark.slow  # the whole dataset's replay (a minute) feeds it
 def test_provider_usage_and_loopguard_are_reported_where_the_transcript_has_them(
         whole_dataset: tuple[dict[str, Any], Path]) -> None:
     doc, _ = whole_dataset
@@ -79,6 +80,7 @@ def test_provider_usage_and_loopguard_are_reported_where_the_transcript_has_them
     assert any(f["verdict"] != "allow" for f in flagged["pylint-dev__pylint-6528.traj.json"])
 
 
+@pytest.mark.slow  # the whole dataset's replay (a minute) feeds it
 def test_parquet_tables_hold_every_session_system_and_step(
         whole_dataset: tuple[dict[str, Any], Path]) -> None:
     doc, out = whole_dataset

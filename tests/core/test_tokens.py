@@ -12,6 +12,7 @@ from tests.conftest import REPO
 REFERENCE = TiktokenCounter()
 
 
+@pytest.mark.slow  # every file of datasets/ (the corpus too): half a minute
 def test_the_bundled_traces_and_workspaces_count_as_tiktoken_counts_them() -> None:
     files = [p for p in sorted((REPO / "datasets").rglob("*"))
              if p.is_file() and p.stat().st_size < 4_000_000]
