@@ -432,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
         "[--roots PATHS] [--threshold N] -- COMMAND: runs COMMAND with SH -c in this "
         "directory and environment; prints small output verbatim, stores a large one as a "
         "ref and prints a preview with the ref; exits with the command's status. (Client "
-        "hooks never rewrite a shell call: see the README, In the path.)")
+        "hooks never rewrite a shell call: docs/hooks.md of the OSIRIS repository says what "
+        "they change.)")
     run.add_argument("rest", nargs=argparse.REMAINDER, help="-- COMMAND")
     hook = sub.add_parser(
         "hook", help="a client hook: reads the client's JSON on stdin (osiris install writes it)",
@@ -536,8 +537,8 @@ def _add_install_parsers(sub: Any) -> None:
         parser.add_argument("--dry-run", action="store_true",
                             help="print the unified diff of every file; write nothing")
     install.add_argument("--hooks", choices=("command", "mcp_tool", "none"),
-                         help="command hooks (they route large reads and shell calls, see "
-                         "the README), claude-code only: mcp_tool hooks, the same hooks as "
+                         help="command hooks (they route large reads and shell calls: "
+                         "docs/hooks.md), claude-code only: mcp_tool hooks, the same hooks as "
                          "calls to the running server's osiris_hook (no process per tool "
                          "call; SessionStart stays a command), or none (server entry only)")
     install.add_argument("--python", metavar="PATH", help="the interpreter with mcp-osiris "

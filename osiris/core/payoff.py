@@ -37,7 +37,7 @@ KINDS = ("read", "shell", "search", "mcp")
 @dataclass(frozen=True)
 class PayoffConstants:
     """The decision's constants (defaults: Anthropic's 5-minute cache, chosen on the
-    tuning half of the sessions; see the README's ``[routing]`` section)."""
+    tuning half of the sessions; see ``docs/hooks.md``, the routing features)."""
 
     write: float = 1.25
     """A cache write, in input-price units."""
