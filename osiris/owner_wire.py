@@ -118,16 +118,20 @@ def socket_address(home: PathLike) -> str:
     import hashlib
 
     digest = hashlib.sha256(os.fsencode(os.fspath(home))).hexdigest()[:24]
-    return os.path.join(_private_dir(), f"{digest}.sock")
+    return os.path.join(_private_dir(f"{digest}.sock"), f"{digest}.sock")
 
 
-def _private_dir() -> str:
-    """``/tmp/osiris-<uid>``, created 0700; refused when another user owns it or it is
-    open to others (a socket there could be someone else's)."""
+def _private_dir(name: str) -> str:
+    """``$TMPDIR/osiris-<uid>`` — ``/tmp/osiris-<uid>`` when ``name`` in the former would be
+    too long for a socket address (a TMPDIR deep in a workspace, as a client's sandbox
+    sets it) — created 0700; refused when another user owns it or it is open to others
+    (a socket there could be someone else's)."""
     import stat
     import tempfile
 
     base = os.path.join(tempfile.gettempdir(), f"osiris-{os.getuid()}")
+    if len(os.fsencode(os.path.join(base, name))) > _SUN_PATH_MAX:
+        base = os.path.join("/tmp", f"osiris-{os.getuid()}")  # noqa: S108 - see above
     try:
         try:  # noqa: SIM105 - contextlib would cost every hook's start its imports
             os.mkdir(base, 0o700)

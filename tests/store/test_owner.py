@@ -258,6 +258,27 @@ def test_the_owner_socket_lives_outside_a_home_too_long_for_an_address(tmp_path:
     owner_client_release(home)
 
 
+def test_a_tmpdir_too_deep_for_an_address_puts_the_socket_in_slash_tmp(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A client's sandbox sets TMPDIR inside the workspace: under a deep test directory
+    # (pytest-xdist's popen-gwN/) $TMPDIR/osiris-UID/HASH.sock passed 107 bytes, and every
+    # hook went through unrouted with "AF_UNIX path too long" in hooks.log.
+    import tempfile
+
+    home = tmp_path / ("h" * 60) / ("o" * 60)
+    deep = tmp_path / ("t" * 60) / ("m" * 40)
+    deep.mkdir(parents=True)
+    result = _hook(env={"OSIRIS_HOME": str(home), "TMPDIR": str(deep)})
+    assert result.returncode == 0 and REAL_ANSWER in result.stdout, result.stderr
+    assert owner_pid(home) is not None  # hooks reach it: no "path too long"
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    path = socket_path(home)
+    assert path.parent == Path("/tmp") / f"osiris-{os.getuid()}"
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    owner_client_release(home)
+
+
 def owner_client_release(home: Path) -> None:
     assert ask_owner_to_release(home)
     assert _wait_for(lambda: owner_pid(home) is None)
