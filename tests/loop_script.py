@@ -14,7 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.model_script import (
     Action,
     FinalText,
     ModelRequest,

@@ -14,7 +14,7 @@ import pytest
 
 from osiris.agent import AgentSession
 from osiris.errors import InvalidInputError
-from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.real_clients.model_server import ModelServer
 from tests.conftest import home_rows, run_cli
 from tests.loop_script import RecallScript, big_file
 

@@ -24,7 +24,7 @@ CUT_LINE = re.compile(r"\n?… truncated at line \d+ \([^)]*\); continue with st
 # start-up imports nothing of the harness (a test keeps them equal).
 CLIENT_PROFILES = ("claude-code", "codex", "agent-loop")
 RETRIEVAL_MODELS = ("visible", "paging", "exact")
-# osiris.harness.clients.configs.SESSION_CONFIGURATIONS, likewise.
+# osiris.harness.real_clients.configs.SESSION_CONFIGURATIONS, likewise.
 SESSION_CONFIGURATIONS = ("bare", "osiris", "osiris-observe", "osiris-read", "osiris-shell",
                           "osiris-read-shape", "context-mode")
 
@@ -185,7 +185,7 @@ def _bench_own_session(repo: Any, args: argparse.Namespace) -> int:
     """``osiris bench clients --session FILE --workspace DIR_OR_TARBALL``."""
     from pathlib import Path
 
-    from osiris.harness.clients.own_session import OwnSessionError, play
+    from osiris.harness.real_clients.own_session import OwnSessionError, play
 
     if not (args.session and args.workspace):
         sys.stderr.write("osiris: --session and --workspace go together: the session file "

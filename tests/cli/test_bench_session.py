@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from osiris.cli.main import SESSION_CONFIGURATIONS
-from osiris.harness.clients import configs
+from osiris.harness.real_clients import configs
 from tests.conftest import REPO, TRACES, run_cli
 from tests.harness.real_clients import require_client
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from osiris.harness.clients.model_script import ToolCall, prompt_tokens
-from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.real_clients.model_script import ToolCall, prompt_tokens
+from osiris.harness.real_clients.model_server import ModelServer
 from tests.conftest import run_cli
 from tests.loop_script import SUBMIT, RecallScript, big_file
 

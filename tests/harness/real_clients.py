@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from osiris.harness.clients.run import Tools
+from osiris.harness.real_clients.run import Tools
 from tests.conftest import REPO
 
 TOOLS = Tools.of_repo(REPO)

@@ -20,8 +20,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from osiris.harness.clients.configs import BARE, OSIRIS, install
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.configs import BARE, OSIRIS, install
+from osiris.harness.real_clients.model_script import (
     ANTHROPIC,
     FinalText,
     ModelRequest,
@@ -30,12 +30,12 @@ from osiris.harness.clients.model_script import (
     prompt_text,
     results_by_id,
 )
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
-from osiris.harness.clients.sessions import measure, segments
-from osiris.harness.clients.trace_plan import PathMap, plan
-from osiris.harness.clients.trace_script import TraceScript
-from osiris.harness.clients.workspaces import manifest, tarball_for, unpack
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.real_clients.sessions import measure, segments
+from osiris.harness.real_clients.trace_plan import PathMap, plan
+from osiris.harness.real_clients.trace_script import TraceScript
+from osiris.harness.real_clients.workspaces import manifest, tarball_for, unpack
 from osiris.harness.replay.workloads import Need, Session, Step
 from osiris.server.definitions import OUTPUT_SCHEMAS
 from tests.conftest import REPO
@@ -302,7 +302,7 @@ def test_measure_counts_every_request_of_a_run(tmp_path: Path) -> None:
     assert run.returncode == 0, run.describe()
     from osiris.core.cost_models import default_cost_models
     from osiris.core.tokens import default_counter
-    from osiris.harness.clients.sessions import _Counts, neutraliser
+    from osiris.harness.real_clients.sessions import _Counts, neutraliser
 
     counts = _Counts(default_counter(), neutraliser(workspace, REPO))
     turns, row = measure(run, script, "go", counts, default_cost_models().models)
@@ -347,7 +347,7 @@ def _play_counting(workspace: Workspace, *, server_window: int,
                    env: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from osiris.core.cost_models import default_cost_models
     from osiris.core.tokens import default_counter
-    from osiris.harness.clients.sessions import MODEL_OF_CLIENT, _Counts, neutraliser
+    from osiris.harness.real_clients.sessions import MODEL_OF_CLIENT, _Counts, neutraliser
 
     session = _counting_session(workspace.project, 10)
     paths = PathMap(None, workspace.project, workspace.tmp)
@@ -367,7 +367,7 @@ def test_claude_code_told_the_window_compacts_before_the_refusal(tmp_path: Path)
     67,000) Claude Code compacts on its own, and the server's refusal at 200,000 never
     fires; the compaction request is billed like any other. Not told, it runs into a
     refusal at 100,000 and compacts only then: the row says it needed the refusal."""
-    from osiris.harness.clients.sessions import compaction_env
+    from osiris.harness.real_clients.sessions import compaction_env
 
     require_client(CLAUDE_CODE)
     told = Workspace(tmp_path / "told").reset(CLAUDE_CODE)
@@ -395,7 +395,7 @@ def test_codex_compacts_on_its_own_and_the_script_answers_with_a_summary(
     and the row counts a compaction, not a side query."""
     from osiris.core.cost_models import default_cost_models
     from osiris.core.tokens import default_counter
-    from osiris.harness.clients.sessions import _Counts, neutraliser
+    from osiris.harness.real_clients.sessions import _Counts, neutraliser
 
     require_client(CODEX)
     workspace = Workspace(tmp_path / "cx").reset(CODEX)
@@ -424,8 +424,8 @@ def test_the_trace_script_plays_each_segment_after_its_prompt(
     """An interactive trace (three calls, a second prompt before the third): the first
     turn issues two calls and ends with the trace's answer; the third call is issued
     only after the second prompt reached the model."""
-    from osiris.harness.clients.run import run_client_turns
-    from osiris.harness.clients.trace_plan import Turn
+    from osiris.harness.real_clients.run import run_client_turns
+    from osiris.harness.real_clients.trace_plan import Turn
 
     require_client(client)
     workspace = Workspace(tmp_path / client).reset(client)
@@ -463,9 +463,9 @@ def test_an_interactive_corpus_session_is_played_prompt_by_prompt_and_compacts_o
     to their segments) through the real Claude Code, told a small window so it compacts
     early: both prompts reached the model, the client compacted on its own, nothing was
     refused."""
-    from osiris.harness.clients.corpus import corpus_sessions
-    from osiris.harness.clients.model_script import last_user_text
-    from osiris.harness.clients.sessions import run_corpus_session
+    from osiris.harness.real_clients.corpus import corpus_sessions
+    from osiris.harness.real_clients.model_script import last_user_text
+    from osiris.harness.real_clients.sessions import run_corpus_session
 
     require_client(CLAUDE_CODE)
     entry = next(e for e in corpus_sessions(REPO / "datasets" / "corpus")

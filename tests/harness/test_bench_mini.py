@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from osiris.harness.clients import mini
-from osiris.harness.clients.sessions import session_rows
-from osiris.harness.clients.workspaces import WorkspaceError
+from osiris.harness.real_clients import mini
+from osiris.harness.real_clients.sessions import session_rows
+from osiris.harness.real_clients.workspaces import WorkspaceError
 from tests.conftest import home_rows
 from tests.loop_script import big_file
 

@@ -7,7 +7,7 @@ import re
 
 import polars as pl
 
-from osiris.harness.clients.configs import SESSION_CONFIGURATIONS
+from osiris.harness.real_clients.configs import SESSION_CONFIGURATIONS
 from osiris.harness.reports.bill import bill_tables, saved, source_of
 from tests.conftest import REPO
 

@@ -8,18 +8,25 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.tokens import default_counter
-from osiris.harness.clients import capture as client_heads
-from osiris.harness.clients.behaviour import bisect
-from osiris.harness.clients.configs import CONFIGURATIONS, OSIRIS, install
-from osiris.harness.clients.heads import (
+from osiris.harness.real_clients import capture as client_heads
+from osiris.harness.real_clients.behaviour import bisect
+from osiris.harness.real_clients.configs import CONFIGURATIONS, OSIRIS, install
+from osiris.harness.real_clients.heads import (
     FIXED_DATE,
     Neutraliser,
     added_texts,
     delta,
     measure_head,
 )
-from osiris.harness.clients.model_script import ANTHROPIC, OPENAI, ModelRequest
-from osiris.harness.clients.run import CLIENTS, CODEX, VERSIONS, Tools, Workspace, point_codex_at
+from osiris.harness.real_clients.model_script import ANTHROPIC, OPENAI, ModelRequest
+from osiris.harness.real_clients.run import (
+    CLIENTS,
+    CODEX,
+    VERSIONS,
+    Tools,
+    Workspace,
+    point_codex_at,
+)
 from tests.conftest import REPO
 
 COUNTER = default_counter()

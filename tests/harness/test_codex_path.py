@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import tomlkit
 
-from osiris.harness.clients.configs import BARE, OSIRIS, install
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.configs import BARE, OSIRIS, install
+from osiris.harness.real_clients.model_script import (
     Action,
     FinalText,
     ModelRequest,
@@ -30,8 +30,8 @@ from osiris.harness.clients.model_script import (
     is_agent_turn,
     tool_results,
 )
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CODEX, ClientRun, Workspace, run_client
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import CODEX, ClientRun, Workspace, run_client
 from tests.conftest import home_rows
 from tests.harness.real_clients import TOOLS, require_client
 

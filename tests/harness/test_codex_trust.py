@@ -21,9 +21,14 @@ from typing import Any
 
 import pytest
 
-from osiris.harness.clients.model_script import FinalText, ScriptedTurns, ToolCall, tool_results
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CODEX, Workspace, client_env, run_client
+from osiris.harness.real_clients.model_script import (
+    FinalText,
+    ScriptedTurns,
+    ToolCall,
+    tool_results,
+)
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import CODEX, Workspace, client_env, run_client
 from tests.harness.real_clients import TOOLS, require_client
 
 pytestmark = pytest.mark.slow  # real Codex sessions

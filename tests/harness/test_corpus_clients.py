@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from osiris.harness.clients.corpus import corpus_sessions, truncated, turns_of
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX
-from osiris.harness.clients.trace_plan import PathMap, plan
 from osiris.harness.importers.traces import load_trace
+from osiris.harness.real_clients.corpus import corpus_sessions, truncated, turns_of
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX
+from osiris.harness.real_clients.trace_plan import PathMap, plan
 from osiris.harness.replay.workloads import session_from_trace
 from tests.conftest import REPO
 
@@ -59,8 +59,8 @@ def _row(session: str, configuration: str, **extra: object) -> dict[str, object]
 
 
 def test_the_note_names_sessions_that_needed_a_refusal_and_replay_only_ones() -> None:
-    from osiris.harness.clients.sessions import REPLAY_ONLY
-    from osiris.harness.clients.tables import render
+    from osiris.harness.real_clients.sessions import REPLAY_ONLY
+    from osiris.harness.real_clients.tables import render
 
     rows = [_row("corpus/claude-code/a", "bare"),
             _row("corpus/claude-code/a", "osiris", compactions=0, reactive_compactions=1,
@@ -79,7 +79,7 @@ def test_the_note_names_sessions_that_needed_a_refusal_and_replay_only_ones() ->
 def test_pooled_totals_keep_the_corpus_apart_from_the_bundled_traces() -> None:
     """The corpus runs fewer configurations: its sessions are pooled on their own, so
     they count in the table instead of falling out of 'every configuration ran'."""
-    from osiris.harness.clients.tables import pooled
+    from osiris.harness.real_clients.tables import pooled
 
     rows = [_row("claude-code__x/t/1", c, cumulative_input_tokens=1000)
             for c in ("bare", "osiris", "context-mode")]

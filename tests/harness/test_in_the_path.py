@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from osiris.harness.clients.configs import BARE, OSIRIS, install
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.configs import BARE, OSIRIS, install
+from osiris.harness.real_clients.model_script import (
     Action,
     FinalText,
     ModelRequest,
@@ -26,8 +26,8 @@ from osiris.harness.clients.model_script import (
     ToolCall,
     tool_results,
 )
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
 from tests.harness.real_clients import TOOLS, require_client
 
 pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.model_script import (
     FinalText,
     ModelRequest,
     ScriptedTurns,
@@ -22,7 +22,7 @@ from osiris.harness.clients.model_script import (
     prompt_tokens,
     tool_results,
 )
-from osiris.harness.clients.model_server import ModelServer
+from osiris.harness.real_clients.model_server import ModelServer
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
 FUNCTIONS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]

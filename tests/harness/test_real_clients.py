@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from osiris.core.tokens import default_counter
-from osiris.harness.clients.configs import OSIRIS, install
-from osiris.harness.clients.heads import Neutraliser, measure_head
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.configs import OSIRIS, install
+from osiris.harness.real_clients.heads import Neutraliser, measure_head
+from osiris.harness.real_clients.model_script import (
     FinalText,
     ScriptedTurns,
     ToolCall,
@@ -24,8 +24,14 @@ from osiris.harness.clients.model_script import (
     prompt_text,
     tool_results,
 )
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client, run_client_turns
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import (
+    CLAUDE_CODE,
+    CODEX,
+    Workspace,
+    run_client,
+    run_client_turns,
+)
 from tests.harness.real_clients import TOOLS, require_client
 
 # The shell computes the answer, so only a command that really ran can produce it.

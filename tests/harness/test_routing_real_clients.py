@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from osiris.harness.clients.configs import OSIRIS, install
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.configs import OSIRIS, install
+from osiris.harness.real_clients.model_script import (
     ANTHROPIC,
     FinalText,
     ModelRequest,
@@ -31,9 +31,9 @@ from osiris.harness.clients.model_script import (
     results_by_id,
     tool_results,
 )
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
-from osiris.harness.clients.trace_script import COMPACT_MARKER
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.real_clients.trace_script import COMPACT_MARKER
 from tests.harness.real_clients import TOOLS, require_client
 
 pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from osiris.harness.clients.trace_plan import PathMap, Turn
+from osiris.harness.real_clients.trace_plan import PathMap, Turn
 
 PROJECT, TMP, HOME = Path("/s/project"), Path("/s/tmp"), Path("/s/home")
 
@@ -34,8 +34,8 @@ def test_a_turn_is_received_when_the_last_user_message_ends_with_it() -> None:
 def test_sub_agent_calls_are_skipped_under_either_name() -> None:
     """Claude Code 2.1 calls its sub-agent tool Agent (Task before): replayed, the
     sub-agent's own requests would reach the script as the main agent's."""
-    from osiris.harness.clients.run import CLAUDE_CODE
-    from osiris.harness.clients.trace_plan import live_tool
+    from osiris.harness.real_clients.run import CLAUDE_CODE
+    from osiris.harness.real_clients.trace_plan import live_tool
 
     for name in ("Task", "Agent"):
         assert live_tool(CLAUDE_CODE, name, {"prompt": "look around"}) is None

@@ -128,7 +128,7 @@ def stage_clients(ctx: BenchContext) -> StageResult:
     and the mini-swe-agent trajectories inside the real mini-swe-agent, bare and with
     OSIRIS (``osiris bench clients``; quick: one short Codex trace, one trajectory)."""
     result = StageResult()
-    from osiris.harness.clients import mini, sessions, tables
+    from osiris.harness.real_clients import mini, sessions, tables
 
     # A fixed scratch root: its path reaches the prompts and, through OSIRIS's content
     # hashes of what it observed, more than the neutraliser can fix.

@@ -7,7 +7,7 @@ names, for one client, every behaviour that changes the prompt:
 
 * **head** — the client's own system prompt and tool definitions, measured from the
   real binary's first request (``osiris/harness/data/client_heads.json``, written by
-  :mod:`osiris.harness.clients.capture`), re-sent with every prompt;
+  :mod:`osiris.harness.real_clients.capture`), re-sent with every prompt;
 * **output shaping** — what reaches the model of a tool's output: Claude Code's
   2,000-line ``Read`` and its persisting of large outputs to a file with a short
   preview, Codex's head-and-tail cut of long shell output;

@@ -429,7 +429,7 @@ def block_dashboard(reports: Reports) -> str:
 
 def _versions() -> str:
     """``claude-code 2.1.328, codex 0.169.0``: the real clients the sessions ran in."""
-    from osiris.harness.clients.run import VERSIONS
+    from osiris.harness.real_clients.run import VERSIONS
 
     return ", ".join(f"{c} {v}" for c, v in VERSIONS.items())
 
@@ -437,7 +437,7 @@ def _versions() -> str:
 def block_summary(reports: Reports) -> str:
     """What a user pays, first: the clients block's rows, pooled per client and source,
     OSIRIS and context-mode against the bare client, in words."""
-    from osiris.harness.clients.configs import CONTEXT_MODE, OSIRIS
+    from osiris.harness.real_clients.configs import CONTEXT_MODE, OSIRIS
     from osiris.harness.reports.bill import summary_table
 
     table = summary_table(reports.rows("clients_sessions"), (OSIRIS, CONTEXT_MODE))
@@ -462,7 +462,7 @@ def block_summary(reports: Reports) -> str:
 
 def block_clients(reports: Reports) -> str:
     """The real Claude Code and Codex running the traces, per configuration."""
-    from osiris.harness.clients.configs import SESSION_CONFIGURATIONS
+    from osiris.harness.real_clients.configs import SESSION_CONFIGURATIONS
     from osiris.harness.reports.bill import bill_tables
 
     rows = reports.rows("clients_sessions")
@@ -485,7 +485,7 @@ def block_clients(reports: Reports) -> str:
 
 def block_mini(reports: Reports) -> str:
     """mini-swe-agent bare and with OSIRIS, pooled (the loop that owns its history)."""
-    from osiris.harness.clients import mini
+    from osiris.harness.real_clients import mini
 
     rows = [r for r in reports.rows("mini_sessions") if r.get("session")]
     if not any(r.get("status") == "ok" for r in rows):

@@ -625,8 +625,8 @@ def clients_section_of(reports: Path) -> str | None:
         return None
     import polars as pl
 
-    from osiris.harness.clients import mini
-    from osiris.harness.clients.tables import render as render_clients
+    from osiris.harness.real_clients import mini
+    from osiris.harness.real_clients.tables import render as render_clients
 
     looped = reports / "data" / "mini_sessions.parquet"
     mini_rows = [r for r in pl.read_parquet(looped).to_dicts() if r.get("session")] \

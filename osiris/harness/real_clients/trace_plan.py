@@ -1,6 +1,6 @@
 """What the scripted model replays of a trace: its tool calls, each mapped onto the live
 client's tool and the live workspace's paths, or skipped with the reason
-(:class:`~osiris.harness.clients.trace_script.TraceScript` issues them)."""
+(:class:`~osiris.harness.real_clients.trace_script.TraceScript` issues them)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.clients.run import CODEX, MINI_SWE_AGENT
+from osiris.harness.real_clients.run import CODEX, MINI_SWE_AGENT
 from osiris.harness.replay.workloads import Session
 
 SKIPPED_TOOLS = {

@@ -5,7 +5,7 @@ API) and returns the next :data:`Action`: a :class:`ToolCall` or a :class:`Final
 :class:`ScriptedTurns` plays a fixed list of actions, one per agent step; the readers
 below (:func:`tool_results`, :func:`prompt_text`, …) let a script, or a measurement,
 look into a request of either API the same way. The server that speaks the wire
-protocols is :mod:`osiris.harness.clients.model_server`.
+protocols is :mod:`osiris.harness.real_clients.model_server`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ than in the log: the same way in both configurations.
 
 The real ``mini`` command runs with ``mini.yaml`` (its default configuration: outputs
 over 10,000 characters are cut to their head and tail) and the bash tool, its model
-played by :class:`~osiris.harness.clients.trace_script.TraceScript` over Chat
+played by :class:`~osiris.harness.real_clients.trace_script.TraceScript` over Chat
 Completions (litellm's ``openai/…`` provider pointed at the scripted model server): the
 trajectory's commands in order, and each need the prompt no longer shows retrieved by
 the ``visible`` rule, with ``osiris recall`` where OSIRIS's preview or stub shows the
@@ -40,14 +40,14 @@ from typing import Any
 
 from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import MINI_SWE_AGENT, ClientRun, Workspace
-from osiris.harness.clients.sessions import Measured, _Counts, measure, neutraliser
-from osiris.harness.clients.tables import _pct
-from osiris.harness.clients.trace_plan import PathMap, plan
-from osiris.harness.clients.trace_script import TraceScript
-from osiris.harness.clients.workspaces import WorkspaceError, commit_tree
 from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import MINI_SWE_AGENT, ClientRun, Workspace
+from osiris.harness.real_clients.sessions import Measured, _Counts, measure, neutraliser
+from osiris.harness.real_clients.tables import _pct
+from osiris.harness.real_clients.trace_plan import PathMap, plan
+from osiris.harness.real_clients.trace_script import TraceScript
+from osiris.harness.real_clients.workspaces import WorkspaceError, commit_tree
 from osiris.harness.replay.workloads import session_from_trace
 
 BARE, OSIRIS = "bare", "osiris"
@@ -251,7 +251,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         f"The bundled mini-swe-agent trajectories replayed in the real mini-swe-agent "
         f"({version}, `mini` with its default `mini.yaml`), offline against the scripted "
         "model over Chat Completions, each in a checkout built from its task's package "
-        "sdist (`osiris/harness/clients/mini.py`: the files, tests and tools differ from "
+        "sdist (`osiris/harness/real_clients/mini.py`: the files, tests and tools differ from "
         "the task's container, the same way in both configurations). *bare* is "
         "mini-swe-agent's own agent, which cuts an output over 10,000 characters to its "
         "head and tail; *osiris* selects `osiris.clients.minisweagent.OsirisAgent` in the "

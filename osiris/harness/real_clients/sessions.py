@@ -4,7 +4,7 @@ Each tielec trace with a workspace (``datasets/workspaces/``) runs in the client
 produced it (Claude Code traces in Claude Code 2.1.328, Codex traces in Codex 0.169.0),
 once per configuration (:mod:`.configs`: the bare client, OSIRIS installed by ``osiris
 install``, context-mode installed its own way), the model played by
-:class:`~osiris.harness.clients.trace_script.TraceScript`; then the public interactive
+:class:`~osiris.harness.real_clients.trace_script.TraceScript`; then the public interactive
 sessions of ``datasets/corpus/`` that have a workspace, prompt by prompt (:mod:`.corpus`).
 Both clients compact on their own before the model's window, as a user's do
 (:data:`AUTO_COMPACT_WINDOW`); the scripted model's refusal over the window is a
@@ -12,7 +12,7 @@ backstop that a row reports (``needed_refusal``). Everything is measured from
 the request bodies the client sent (:func:`measure`):
 
 * tokens of every prompt (system, tool definitions, messages; cl100k after
-  :class:`~osiris.harness.clients.heads.Neutraliser` fixed dates, scratch paths, random
+  :class:`~osiris.harness.real_clients.heads.Neutraliser` fixed dates, scratch paths, random
   ids and ``ls -l`` times), cumulative over the session, and of the tool results alone;
 * billed cost under each cost model, by the prompt-cache simulator fed with the
   client's own segments and its own ``cache_control`` breakpoints (Codex sets none: the
@@ -46,22 +46,24 @@ from typing import Any
 from osiris.core.cache_sim import Prompt, Segment, simulate
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
-from osiris.harness.clients.configs import (
+from osiris.harness.importers.records import Trace
+from osiris.harness.importers.traces import load_trace
+from osiris.harness.real_clients.configs import (
     BARE,
     SESSION_CONFIGURATIONS,
     InstallError,
     configurations_of,
     install,
 )
-from osiris.harness.clients.corpus import (
+from osiris.harness.real_clients.corpus import (
     CORPUS_CONFIGURATIONS,
     CorpusSession,
     corpus_sessions,
     truncated,
     turns_of,
 )
-from osiris.harness.clients.heads import Neutraliser, measure_head
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.heads import Neutraliser, measure_head
+from osiris.harness.real_clients.model_script import (
     ANTHROPIC,
     OPENAI,
     ModelRequest,
@@ -69,8 +71,8 @@ from osiris.harness.clients.model_script import (
     prompt_text,
     results_by_id,
 )
-from osiris.harness.clients.model_server import LoggedRequest, ModelServer
-from osiris.harness.clients.run import (
+from osiris.harness.real_clients.model_server import LoggedRequest, ModelServer
+from osiris.harness.real_clients.run import (
     CLAUDE_CODE,
     CODEX,
     VERSIONS,
@@ -79,16 +81,14 @@ from osiris.harness.clients.run import (
     Workspace,
     run_client_turns,
 )
-from osiris.harness.clients.trace_plan import PathMap, plan
-from osiris.harness.clients.trace_script import TraceScript, is_compaction, summaries_of
-from osiris.harness.clients.workspaces import (
+from osiris.harness.real_clients.trace_plan import PathMap, plan
+from osiris.harness.real_clients.trace_script import TraceScript, is_compaction, summaries_of
+from osiris.harness.real_clients.workspaces import (
     TREE,
     commit_tree,
     traces_with_workspaces,
     unpack,
 )
-from osiris.harness.importers.records import Trace
-from osiris.harness.importers.traces import load_trace
 from osiris.harness.replay.workloads import Session, session_from_trace
 
 ROOT = Path("/tmp/osiris-bench-clients")  # noqa: S108 - fixed on purpose (see below)

@@ -34,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.model_script import (
     ANTHROPIC,
     CHAT,
     OPENAI,

@@ -1,7 +1,7 @@
 """The real clients (Claude Code, Codex) against the scripted model, offline.
 
 * :mod:`.run` — where the binaries are, a scratch home per run, one client session
-  against a :class:`~osiris.harness.clients.model_server.ModelServer` with a time limit.
+  against a :class:`~osiris.harness.real_clients.model_server.ModelServer` with a time limit.
 * :mod:`.configs` — the configurations measured: the bare client, OSIRIS installed by
   ``osiris install``, context-mode installed its own documented way.
 * :mod:`.heads` — what a first request holds: system, tool definitions, the parts the
@@ -15,7 +15,7 @@
 * :mod:`.sessions` — ``osiris bench clients``: every trace in its client and every
   configuration, measured from the request bodies.
 
-``python -m osiris.harness.clients.capture`` runs all of it and writes
+``python -m osiris.harness.real_clients.capture`` runs all of it and writes
 ``osiris/harness/data/client_heads.json``. (Not to be confused with
 :mod:`osiris.clients`, which writes OSIRIS's entries into a client's files.)
 """

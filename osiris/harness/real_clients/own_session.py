@@ -6,7 +6,7 @@ a Codex rollout or ``exec --json`` log); the workspace is the project it ran in,
 folder or a tarball (``.tar``, ``.tar.gz``, ``.tgz``), copied into a scratch directory
 for every configuration, never touched in place. Each configuration plays the session
 through the real binary against the scripted model, exactly as the benchmark plays its
-own sessions (:mod:`osiris.harness.clients.sessions`), and is measured from the requests
+own sessions (:mod:`osiris.harness.real_clients.sessions`), and is measured from the requests
 the client sent. What cannot be used is said before anything runs
 (:class:`OwnSessionError`).
 """
@@ -144,9 +144,9 @@ def play(session_file: Path, workspace_path: Path, repo: Path, *,
     import tempfile
 
     from osiris.core.cost_models import default_cost_models
-    from osiris.harness.clients.configs import BARE, CONTEXT_MODE, OSIRIS
-    from osiris.harness.clients.run import VERSIONS, Tools
-    from osiris.harness.clients.sessions import run_own_session, session_rows
+    from osiris.harness.real_clients.configs import BARE, CONTEXT_MODE, OSIRIS
+    from osiris.harness.real_clients.run import VERSIONS, Tools
+    from osiris.harness.real_clients.sessions import run_own_session, session_rows
 
     trace, client = check_session(session_file)
     workspace = Workspace.check(workspace_path)

@@ -4,9 +4,9 @@ Each session file (``claude-code/*.jsonl``, ``codex/*.jsonl``) with a workspace
 (``workspaces/<file stem>.tar.gz``, see ``SOURCES.md``) is played in its own client,
 prompt by prompt: the opening prompt starts the session, each later **typed** prompt is
 sent once the client has finished the turn before
-(:func:`~osiris.harness.clients.run.run_client_turns`), and the scripted model issues
+(:func:`~osiris.harness.real_clients.run.run_client_turns`), and the scripted model issues
 the calls the trace made between that prompt and the next
-(:class:`~osiris.harness.clients.trace_plan.Turn`). Slash commands and the client's own
+(:class:`~osiris.harness.real_clients.trace_plan.Turn`). Slash commands and the client's own
 messages (attached files, environment context) are not typed again: the live client
 writes its own. Sessions without a workspace stay replay-only; the stage's note lists
 them.
@@ -14,7 +14,7 @@ them.
 Corpus sessions are long (70–528 calls), so they run in :data:`CORPUS_CONFIGURATIONS`
 only: the bare client, OSIRIS with its default routing and context-mode (not OSIRIS's
 per-feature configurations), two sessions at a time
-(:data:`~osiris.harness.clients.sessions.CORPUS_WORKERS`). Measured on a 2-core machine
+(:data:`~osiris.harness.real_clients.sessions.CORPUS_WORKERS`). Measured on a 2-core machine
 (2026-12-03): the 1,573 planned calls of the 8 sessions take about 0.1–0.4 s each bare,
 a little more with OSIRIS, and context-mode's hooks add about 1 s to every call (its
 ``imessage-mail`` run: 77 s against 6.5 s bare), some 27 minutes one at a time.
@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from osiris.harness.clients.configs import BARE, CONTEXT_MODE, OSIRIS
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX
-from osiris.harness.clients.trace_plan import PathMap, Planned, Turn
 from osiris.harness.importers.records import Trace
+from osiris.harness.real_clients.configs import BARE, CONTEXT_MODE, OSIRIS
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX
+from osiris.harness.real_clients.trace_plan import PathMap, Planned, Turn
 from osiris.harness.replay.workloads import Session
 
 CORPUS_CLIENTS = {"claude-code": CLAUDE_CODE, "codex": CODEX}

@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 
 import tomlkit
 
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, Tools, Workspace, client_env
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, Tools, Workspace, client_env
 
 BARE = "bare"
 OSIRIS = "osiris"
 CONTEXT_MODE = "context-mode"
 CONFIGURATIONS = (BARE, OSIRIS, CONTEXT_MODE)
-"""The configurations whose first prompt is measured (:mod:`osiris.harness.clients.capture`)."""
+"""The configurations whose first prompt is measured
+(:mod:`osiris.harness.real_clients.capture`)."""
 OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
     "osiris-observe": {"read": False, "read_shape": False, "rereads": False, "shell": False,
                        "mcp_outputs": False, "compaction": False},

@@ -24,14 +24,14 @@ from typing import Any
 
 import tomlkit
 
-from osiris.harness.clients.model_script import ModelRequest
-from osiris.harness.clients.model_server import LoggedRequest, ModelServer, prompts_of
+from osiris.harness.real_clients.model_script import ModelRequest
+from osiris.harness.real_clients.model_server import LoggedRequest, ModelServer, prompts_of
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
 MINI_SWE_AGENT = "mini-swe-agent"
 """A Python agent loop (PyPI ``mini-swe-agent``), not an npm binary: see
-:mod:`osiris.harness.clients.mini`."""
+:mod:`osiris.harness.real_clients.mini`."""
 CLIENTS = (CLAUDE_CODE, CODEX)
 VERSIONS = {CLAUDE_CODE: "2.1.328", CODEX: "0.169.0"}
 """The pinned versions (``.ci/install-node-tools``)."""

@@ -1,6 +1,6 @@
 """Runs the real clients' sessions in one fixed scratch directory and measures them
-(:class:`Measurer`): what :mod:`osiris.harness.clients.capture` and
-:mod:`osiris.harness.clients.behaviour` drive."""
+(:class:`Measurer`): what :mod:`osiris.harness.real_clients.capture` and
+:mod:`osiris.harness.real_clients.behaviour` drive."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.tokens import TokenCounter
-from osiris.harness.clients.configs import install
-from osiris.harness.clients.heads import Head, Neutraliser, measure_head
-from osiris.harness.clients.model_script import Action, ScriptedTurns
-from osiris.harness.clients.model_server import ModelServer
-from osiris.harness.clients.run import (
+from osiris.harness.real_clients.configs import install
+from osiris.harness.real_clients.heads import Head, Neutraliser, measure_head
+from osiris.harness.real_clients.model_script import Action, ScriptedTurns
+from osiris.harness.real_clients.model_server import ModelServer
+from osiris.harness.real_clients.run import (
     CLAUDE_CODE,
     CODEX,
     ClientRun,
@@ -23,7 +23,7 @@ from osiris.harness.clients.run import (
     run_client,
 )
 
-logger = logging.getLogger("osiris.harness.clients.capture")
+logger = logging.getLogger("osiris.harness.real_clients.capture")
 
 PROMPT = "hi"
 TRACE_MODELS = {CLAUDE_CODE: "claude-sonnet-4-5-20250929", CODEX: "gpt-5-codex"}

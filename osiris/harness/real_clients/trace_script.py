@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osiris.harness.clients.model_script import (
+from osiris.harness.real_clients.model_script import (
     OPENAI,
     Action,
     FinalText,
@@ -66,8 +66,8 @@ from osiris.harness.clients.model_script import (
     results_by_id,
     tool_names,
 )
-from osiris.harness.clients.run import CLAUDE_CODE, MINI_SWE_AGENT
-from osiris.harness.clients.trace_plan import PathMap, Planned, Turn
+from osiris.harness.real_clients.run import CLAUDE_CODE, MINI_SWE_AGENT
+from osiris.harness.real_clients.trace_plan import PathMap, Planned, Turn
 from osiris.harness.replay.retrieval import MAX_CALLS, WINDOW_LINES, query_for
 from osiris.harness.replay.workloads import Need, Session
 

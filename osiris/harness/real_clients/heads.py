@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from osiris.core.tokens import TokenCounter
-from osiris.harness.clients.model_script import ANTHROPIC, OPENAI, ModelRequest, result_text
+from osiris.harness.real_clients.model_script import ANTHROPIC, OPENAI, ModelRequest, result_text
 
 _MCP_NAME = re.compile(r"\bmcp__[A-Za-z0-9_-]+")
 _LEADING_TAG = re.compile(r"\s*<([A-Za-z_][\w -]*?)>")

@@ -9,9 +9,9 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from osiris.harness.clients.configs import BARE, SESSION_CONFIGURATIONS
-from osiris.harness.clients.run import CLAUDE_CODE, CODEX, VERSIONS
-from osiris.harness.clients.sessions import (
+from osiris.harness.real_clients.configs import BARE, SESSION_CONFIGURATIONS
+from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, VERSIONS
+from osiris.harness.real_clients.sessions import (
     AUTO_COMPACT_WINDOW,
     CONTEXT_WINDOW,
     COST_MODEL_OF_CLIENT,
@@ -31,7 +31,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     lines = ["## Inside the real clients", "",
              "Each tielec trace replayed inside the client that produced it — the real "
              "binaries (" + ", ".join(f"{c} {VERSIONS[c]}" for c in (CLAUDE_CODE, CODEX))
-             + "), offline against the scripted model (`osiris/harness/clients/`): the "
+             + "), offline against the scripted model (`osiris/harness/real_clients/`): the "
              "model issues the trace's tool calls in order in the trace's workspace "
              "(`datasets/workspaces/`), retrieves a need the prompt no longer shows with the "
              "client's own tools by the visible rule, and every figure is counted from the "

@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from osiris.harness.clients.configs import BARE
-from osiris.harness.clients.heads import added_texts, label_of, size_of
-from osiris.harness.clients.model_script import FinalText, ToolCall, tool_results
-from osiris.harness.clients.run import CLAUDE_CODE, Workspace
+from osiris.harness.real_clients.configs import BARE
+from osiris.harness.real_clients.heads import added_texts, label_of, size_of
+from osiris.harness.real_clients.model_script import FinalText, ToolCall, tool_results
+from osiris.harness.real_clients.run import CLAUDE_CODE, Workspace
 
 if TYPE_CHECKING:
-    from osiris.harness.clients.measurer import Measurer
+    from osiris.harness.real_clients.measurer import Measurer
 
 RESOLUTION_CHARS = 500
 """Bisection stops when the bracket is this narrow (the brief asks for 1,000)."""
@@ -257,7 +257,7 @@ its output (the default model gets no shell tool of its own)."""
 def codex_shell(measurer: Measurer) -> dict[str, Any]:
     """Where Codex cuts shell output: with the traces' model (its ``exec_command``
     tool) and with the default model (``exec_command`` called from code mode)."""
-    from osiris.harness.clients.measurer import TRACE_MODELS
+    from osiris.harness.real_clients.measurer import TRACE_MODELS
 
     return {"exec_command": _codex_cuts(measurer, TRACE_MODELS["codex"], code_mode=False),
             "code_mode": _codex_cuts(measurer, None, code_mode=True)}

@@ -1,17 +1,17 @@
 """Measure the real clients' prompt heads and behaviour: ``osiris/harness/data/client_heads.json``.
 
-``python -m osiris.harness.clients.capture --out osiris/harness/data/client_heads.json``
+``python -m osiris.harness.real_clients.capture --out osiris/harness/data/client_heads.json``
 runs Claude Code and Codex (``.ci/install-node-tools``) offline against the scripted
-model (:mod:`osiris.harness.clients.model_server`) and records, in cl100k tokens and bytes:
+model (:mod:`osiris.harness.real_clients.model_server`) and records, in cl100k tokens and bytes:
 
 * ``heads`` — the first request of a session whose prompt is ``hi`` (the model answers
   at once), for each model (the client's default and the model of the bundled traces)
-  and configuration (:mod:`osiris.harness.clients.configs`): system, tool definitions,
+  and configuration (:mod:`osiris.harness.real_clients.configs`): system, tool definitions,
   each part the client adds to the messages, tool names, MCP tools deferred or not,
   and each configuration's delta over the bare client;
 * ``hook_texts`` — a 3-step session (read a small file, ``echo hi``, end): what reached
   the model after each call, and the extra each configuration's hooks add;
-* ``behaviour`` — how the client cuts tool output (:mod:`osiris.harness.clients.behaviour`).
+* ``behaviour`` — how the client cuts tool output (:mod:`osiris.harness.real_clients.behaviour`).
 
 Only counts, sizes, names, labels and short shapes written here are stored; the
 request bodies (the vendors' system prompts) stay in the run's scratch directory.
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.tokens import ENCODING_NAME, default_counter
-from osiris.harness.clients import behaviour
-from osiris.harness.clients.configs import BARE, CONFIGURATIONS
-from osiris.harness.clients.heads import added_since, delta, measure_head
-from osiris.harness.clients.measurer import PROMPT, TRACE_MODELS, Measurer
-from osiris.harness.clients.model_script import Action, FinalText, ToolCall
-from osiris.harness.clients.run import (
+from osiris.harness.real_clients import behaviour
+from osiris.harness.real_clients.configs import BARE, CONFIGURATIONS
+from osiris.harness.real_clients.heads import added_since, delta, measure_head
+from osiris.harness.real_clients.measurer import PROMPT, TRACE_MODELS, Measurer
+from osiris.harness.real_clients.model_script import Action, FinalText, ToolCall
+from osiris.harness.real_clients.run import (
     CLAUDE_CODE,
     CLIENTS,
     CODEX,
@@ -234,15 +234,15 @@ HOW = {
                       "second bare run compared field by field",
     "usage": "the scripted model reports input tokens as cl100k counts of the prompt "
              "text, and answers count_tokens the same way (Claude Code's Read cap asks it)",
-    "context-mode": "see osiris.harness.clients.configs; the client gets "
+    "context-mode": "see osiris.harness.real_clients.configs; the client gets "
                     "npm_config_offline=true so context-mode's self-repair (npm install of "
                     "better-sqlite3) fails at once offline instead of waiting on the network",
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m osiris.harness.clients.capture --out FILE``."""
-    parser = argparse.ArgumentParser(prog="python -m osiris.harness.clients.capture",
+    """``python -m osiris.harness.real_clients.capture --out FILE``."""
+    parser = argparse.ArgumentParser(prog="python -m osiris.harness.real_clients.capture",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DATA_FILE)
     parser.add_argument("--repo", type=Path, default=Path.cwd(),
