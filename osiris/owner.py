@@ -152,8 +152,7 @@ class Owner:
         has it open directly, up to the lock timeout)."""
         from osiris.store.state import Store
 
-        self.store = Store(self.settings, exclusive=True, sole_writer=True,
-                           write_behind=self.settings.write_behind)
+        self.store = Store.owned(self.settings)
         self.store.db.migrate()
         if self.store.behind is not None:
             threading.Thread(target=self._flush_when_idle, daemon=True,
@@ -399,7 +398,7 @@ class Owner:
             engine = self.engine_for(doc)
         except ConfigError as exc:  # the hook's variables: its answer says so, fail-open
             outcome = skipped(None, str(doc.get("event")), f"configuration error: {exc}",
-                              raw.encode("utf-8"))
+                              raw.encode("utf-8"), client=str(doc.get("client")))
         else:
             principal = doc.get("principal")
             outcome = run_hook(engine.settings, str(doc.get("event")), raw.encode("utf-8"),

@@ -8,8 +8,10 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +179,67 @@ def home_rows(home: Path, sql: str, params: list[Any] | None = None,
         store.close()
 
 
+STORE_MODES = ("owner", "owner-no-write-behind", "no-owner")
+"""How a shipped configuration opens the home's store: the store owner with write-behind
+(the default: what every server, hook and ``osiris run`` reaches), the owner with
+``OSIRIS_WRITE_BEHIND=off``, and each process on its own (``OSIRIS_STORE_OWNER=off``)."""
+
+OpenEngine = Callable[[Settings], Engine]
+
+
+@pytest.fixture(params=STORE_MODES)
+def store_mode(request: pytest.FixtureRequest) -> str:
+    """Each of :data:`STORE_MODES` in turn: a suite that takes it runs on every one."""
+    return str(request.param)
+
+
 @pytest.fixture
-def engine(settings: Settings) -> Iterator[Engine]:
-    """The real engine on the test home."""
-    eng = Engine(settings)
-    yield eng
-    eng.close()
+def in_store_mode(store_mode: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The settings read from the environment from now on (this test's and those of the
+    processes it starts: servers, hooks, the CLI) open the store as ``store_mode``."""
+    monkeypatch.setenv("OSIRIS_STORE_OWNER", "off" if store_mode == "no-owner" else "on")
+    monkeypatch.setenv("OSIRIS_WRITE_BEHIND", "on" if store_mode == "owner" else "off")
+    return store_mode
+
+
+@pytest.fixture
+def open_engine(osiris_home: Path, store_mode: str) -> Iterator[OpenEngine]:
+    """Open the real engine for some settings of the test home, on the store mode of
+    ``store_mode``. With an owner, a real :class:`~osiris.owner.Owner` serves the home's
+    socket from a thread of this process (the processes a test starts reach it as they
+    reach any owner) and each engine is the one it runs for a client with those
+    settings; without, each engine opens the database itself, as a process would. All
+    are closed at the end of the test."""
+    from osiris.config import settings_to_wire
+    from osiris.owner import Owner
+
+    owner: Owner | None = None
+    serving: threading.Thread | None = None
+    opened: list[Engine] = []
+
+    def open_(settings: Settings) -> Engine:
+        nonlocal owner, serving
+        if store_mode == "no-owner":
+            opened.append(Engine(replace(settings, store_owner=False)))
+            return opened[-1]
+        if owner is None:
+            owner = Owner(replace(settings, write_behind=store_mode == "owner"))
+            assert owner.claim(), "another store owner serves the test's home"
+            owner.open_store()
+            serving = threading.Thread(target=owner.serve, daemon=True, name="test-owner")
+            serving.start()
+        return owner.engine_for({"settings": settings_to_wire(settings)})  # type: ignore[no-any-return]
+
+    yield open_
+    for eng in opened:
+        eng.close()
+    if owner is not None and serving is not None:
+        owner.stop()
+        serving.join(30)
+        assert not serving.is_alive(), "the test's store owner did not stop"
+
+
+@pytest.fixture
+def engine(settings: Settings, open_engine: OpenEngine) -> Engine:
+    """The real engine on the test home, on each store mode that ships."""
+    return open_engine(settings)

@@ -52,7 +52,7 @@ def run_hook_via_owner(event: str, raw: bytes, client: str = "claude-code") -> t
         result, _ = owner.request({"op": "hook", "client": client, "event": event,
                                    "raw": text})
     except (OwnerLost, OwnerFailed) as exc:  # OwnerTimeout is an OwnerLost
-        return _skipped(event, f"{exc.code}: {exc}", raw, with_settings=True)
+        return _skipped(event, f"{exc.code}: {exc}", raw, with_settings=True, client=client)
     except OsirisError:  # no owner: do the work here, as without one
         return _in_process(event, raw, client)
     finally:
@@ -70,13 +70,13 @@ def _in_process(event: str, raw: bytes, client: str) -> tuple[str, int]:
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
-        return _skipped(event, f"configuration error: {exc}", raw)
+        return _skipped(event, f"configuration error: {exc}", raw, client=client)
     outcome = run_hook(settings, event, raw, client)
     return outcome.stdout, outcome.exit_code
 
 
-def _skipped(event: str, problem: str, raw: bytes, *,
-             with_settings: bool = False) -> tuple[str, int]:
+def _skipped(event: str, problem: str, raw: bytes, *, with_settings: bool = False,
+             client: str = "claude-code") -> tuple[str, int]:
     full_path()  # the hook is done here: the installed packages are needed
     from osiris.clients.hooks import skipped
     from osiris.config import Settings
@@ -87,7 +87,7 @@ def _skipped(event: str, problem: str, raw: bytes, *,
             settings = Settings.from_env()
         except ConfigError:
             settings = None
-    outcome = skipped(settings, event, problem, raw)
+    outcome = skipped(settings, event, problem, raw, client=client)
     return outcome.stdout, outcome.exit_code
 
 

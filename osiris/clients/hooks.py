@@ -141,7 +141,7 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
     try:
         call = client_hooks.parse_hook_input(raw, event)
     except OsirisError as exc:
-        return skipped(settings, event, f"malformed hook input: {exc}", raw)
+        return skipped(settings, event, f"malformed hook input: {exc}", raw, client=client)
     settings = replace(settings, lock_timeout_s=min(settings.lock_timeout_s,
                                                     HOOK_LOCK_TIMEOUT_S))
     try:
@@ -153,14 +153,16 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
             with Engine(settings) as opened:
                 doc = HANDLERS[event](opened, call, client, principal)
     except CommittedWithErrors as exc:  # the call is recorded; only later work failed
-        return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True)
+        return skipped(settings, event, f"{exc.code}: {exc}", raw, recorded=True,
+                       client=client)
     except OsirisError as exc:
-        return skipped(settings, event, f"{exc.code}: {exc}", raw)
+        return skipped(settings, event, f"{exc.code}: {exc}", raw, client=client)
     except OSError as exc:  # a full disk, a read-only home: one line, not a traceback
-        return skipped(settings, event, f"{type(exc).__name__}: {exc}", raw)
+        return skipped(settings, event, f"{type(exc).__name__}: {exc}", raw, client=client)
     except Exception as exc:  # any failure of OSIRIS must leave the user's tool alone
         log.exception("OSIRIS hook failed")
-        return skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw)
+        return skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw,
+                       client=client)
     return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
 
 
@@ -178,21 +180,22 @@ def hook_in_server(engine: Any, event: str, raw: bytes, client: str = CLIENT,
     try:
         done = engine.hook(client, event, raw.decode("utf-8"), principal)
     except OsirisError as exc:
-        return skipped(engine.settings, event, f"{exc.code}: {exc}", raw)
+        return skipped(engine.settings, event, f"{exc.code}: {exc}", raw, client=client)
     except Exception as exc:  # the owner's socket, anything: the tool must still run
         log.exception("OSIRIS hook failed in the store owner")
-        return skipped(engine.settings, event, f"internal error {type(exc).__name__}", raw)
+        return skipped(engine.settings, event, f"internal error {type(exc).__name__}", raw,
+                       client=client)
     return HookOutcome(str(done.get("stdout") or ""), int(done.get("exit_code") or 0),
                        done.get("problem"), str(done.get("stderr") or ""))
 
 
 def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
-            recorded: bool = False) -> HookOutcome:
+            recorded: bool = False, client: str = CLIENT) -> HookOutcome:
     """Log the problem (``hooks.log`` when the settings are known); let the tool call go
     ahead with a visible warning, exit 0. ``recorded``: OSIRIS did record the call (its
     transaction committed) and only work after the commit failed."""
     line = json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                       "client": CLIENT, "event": event, "problem": problem,
+                       "client": client, "event": event, "problem": problem,
                        "recorded": recorded,
                        "input_bytes": len(raw)},  # not the input itself: it may hold secrets
                       ensure_ascii=False)

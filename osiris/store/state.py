@@ -190,6 +190,14 @@ class Store:
         self.behind = WriteBehind(self.home) if write_behind and self._sole_writer else None
         journal.remove_stale_temp_files(self.home)
 
+    @classmethod
+    def owned(cls, settings: Settings, *, clock: Clock | None = None) -> Store:
+        """The store as the home's owner (:mod:`osiris.owner`) opens it for its life: the
+        database held alone, the journal head kept here, and write-behind when
+        ``settings.write_behind`` (OSIRIS_WRITE_BEHIND, on by default)."""
+        return cls(settings, exclusive=True, sole_writer=True,
+                   write_behind=settings.write_behind, clock=clock)
+
     @contextlib.contextmanager
     def transaction(self, actor: str = "system") -> Iterator[Tx]:
         """One atomic unit of work; nested calls join the outer one.

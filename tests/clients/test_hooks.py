@@ -261,6 +261,19 @@ def test_malformed_input_is_logged_and_allowed(raw: str, problem: str,
     assert "input_head" not in logged[-1]  # the input itself may hold secrets
 
 
+@pytest.mark.parametrize("client", ["claude-code", "codex"])
+def test_a_skipped_call_is_logged_under_the_client_that_made_it(client: str,
+                                                                osiris_home: Path) -> None:
+    # Malformed input reaches the store owner, which logs the call under its client; a
+    # broken setting stops the hook before any home is known (stderr says so, no log).
+    for env in ({}, {"OSIRIS_STORE_OWNER": "sometimes"}):
+        done = run_cli("hook", client, "pre-tool-use", stdin="{not json", env=env)
+        assert done.returncode == 0 and "skipped" in done.stderr, done.stderr
+    logged = [json.loads(line) for line in
+              (osiris_home / "hooks.log").read_text("utf-8").splitlines()]
+    assert [entry["client"] for entry in logged] == [client], logged
+
+
 def test_wrong_arguments_or_a_broken_home_never_block(tmp_path: Path) -> None:
     payload = {"session_id": "s", "tool_name": "Bash", "tool_input": {"command": "ls"}}
     for args in (["hook", "cursor", "pre-tool-use"], ["hook", "claude-code", "before"]):

@@ -14,7 +14,7 @@ import pytest
 from osiris.config import Settings
 from osiris.engine import Engine
 from osiris.errors import InvalidInputError
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, OpenEngine, run_cli
 
 # The guard rails the large home uses too: each kind of rule once.
 RULES = (resources.files("osiris.harness") / "data" / "invariants.toml").read_text("utf-8")
@@ -29,10 +29,8 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def gov(settings: Settings, project: Path) -> Engine:
-    engine = Engine(Settings(home=settings.home, roots=(project,)))
-    yield engine
-    engine.close()
+def gov(settings: Settings, project: Path, open_engine: OpenEngine) -> Engine:
+    return open_engine(Settings(home=settings.home, roots=(project,)))
 
 
 def _task(engine: Engine, **kw: object) -> str:
@@ -186,14 +184,14 @@ def test_oscillation_and_runaway(gov: Engine) -> None:
     assert "checkpoint" in block["required_action"]
 
 
-def test_per_tool_exemptions_from_the_invariants_file(settings: Settings,
-                                                      tmp_path: Path) -> None:
+def test_per_tool_exemptions_from_the_invariants_file(settings: Settings, tmp_path: Path,
+                                                      open_engine: OpenEngine) -> None:
     root = tmp_path / "exempt"
     (root / ".osiris").mkdir(parents=True)
     (root / ".osiris" / "invariants.toml").write_text(
         '[loopguard]\nrunaway_warn = 5\n[[loopguard.exempt]]\ntool = "Bash"\n'
         'patterns = ["runaway", "oscillation", "exact_duplicate"]\n')
-    engine = Engine(Settings(home=settings.home, roots=(root,)))
+    engine = open_engine(Settings(home=settings.home, roots=(root,)))
     tid = _task(engine)
     for _ in range(8):
         engine.observe(tid, "result", tool="Bash", args=_bash("poll"), result="same")
@@ -201,11 +199,10 @@ def test_per_tool_exemptions_from_the_invariants_file(settings: Settings,
     assert engine.precheck(tid, "Bash", args=_bash("poll"))["verdict"] == "allow"
     glob = engine.precheck(tid, "Glob", args={"pattern": "*"})
     assert glob["verdict"] != "allow"  # Glob is not exempt
-    engine.close()
 
 
-def test_malformed_rules_keep_the_last_good_ones_and_hot_reload(gov: Engine, project: Path,
-                                                                 settings: Settings) -> None:
+def test_malformed_rules_keep_the_last_good_ones_and_hot_reload(
+        gov: Engine, project: Path, settings: Settings, open_engine: OpenEngine) -> None:
     tid = _task(gov)
     push = _bash("git push origin main --force")
     assert gov.precheck(tid, "Bash", args=push)["verdict"] == "block"
@@ -215,10 +212,11 @@ def test_malformed_rules_keep_the_last_good_ones_and_hot_reload(gov: Engine, pro
     assert answer["verdict"] == "block"  # the last good rules stay in force
     assert "malformed" in answer["rules_problems"][0]
     assert "last good rules stay in force" in answer["rules_problems"][0]
-    # A new process, started while the file is broken, enforces them too (from the store).
-    fresh = Engine(Settings(home=settings.home, roots=(project,)))
+    # A new process (or the owner's engine for a new client: other settings, so a new
+    # engine), started while the file is broken, enforces them too (from the store).
+    fresh = open_engine(Settings(home=settings.home, roots=(project,), log_level="INFO"))
+    assert fresh is not gov
     assert fresh.precheck(tid, "Bash", args=push)["verdict"] == "block"
-    fresh.close()
     health = run_cli("health", env={"OSIRIS_ROOTS": str(project)})
     doc = json.loads(health.stdout)
     assert "malformed" in doc["invariants"]["problems"][0]

@@ -17,7 +17,8 @@ async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, An
     return dict(result.structured_content or {})
 
 
-def test_parent_child_result_with_a_failed_check_then_success(settings: Settings) -> None:
+def test_parent_child_result_with_a_failed_check_then_success(in_store_mode: str) -> None:
+    settings = Settings.from_env()  # on the store mode of in_store_mode
     server = build_server(settings)
 
     async def flow() -> None:
@@ -77,7 +78,8 @@ def test_parent_child_result_with_a_failed_check_then_success(settings: Settings
     run(flow())
 
 
-def test_successful_completion_hands_result_refs_back(settings: Settings) -> None:
+def test_successful_completion_hands_result_refs_back(in_store_mode: str) -> None:
+    settings = Settings.from_env()  # on the store mode of in_store_mode
     server = build_server(settings)
 
     async def flow() -> None:
@@ -118,7 +120,8 @@ def test_successful_completion_hands_result_refs_back(settings: Settings) -> Non
     run(flow())
 
 
-def test_budget_overrun_and_deadline_fail_their_checks(settings: Settings) -> None:
+def test_budget_overrun_and_deadline_fail_their_checks(in_store_mode: str) -> None:
+    settings = Settings.from_env()  # on the store mode of in_store_mode
     server = build_server(settings)
 
     async def flow() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -86,13 +87,16 @@ def test_rewrite_behind_osiris_back_is_detected_and_restored_on_resume(
         engine: Engine, osiris_home: Path) -> None:
     a = _start(engine)
     engine.plan("update", task_id=a["task_id"], decisions=["second decision"])
-    con = duckdb.connect(str(osiris_home / "osiris.duckdb"))
-    state = json.loads(con.execute("SELECT state FROM tasks WHERE task_id = ?",
-                                   [a["task_id"]]).fetchone()[0])
-    state["decisions"][0]["text"] = "rewrite everything"
-    con.execute("UPDATE tasks SET state = ? WHERE task_id = ?", [json.dumps(state),
-                                                                 a["task_id"]])
-    con.close()
+    with contextlib.ExitStack() as stack:
+        if engine.store.db.exclusive:  # the owner holds the file: a write beside the engine
+            con = stack.enter_context(engine.store.transaction()).con
+        else:  # anyone's: DuckDB's own client, say
+            con = stack.enter_context(duckdb.connect(str(osiris_home / "osiris.duckdb")))
+        state = json.loads(con.execute("SELECT state FROM tasks WHERE task_id = ?",
+                                       [a["task_id"]]).fetchone()[0])
+        state["decisions"][0]["text"] = "rewrite everything"
+        con.execute("UPDATE tasks SET state = ? WHERE task_id = ?", [json.dumps(state),
+                                                                     a["task_id"]])
     resumed = engine.plan("resume", task_id=a["task_id"])
     assert resumed["drift"]["verdict"] == "semantic_break"
     assert resumed["drift"]["cause"] == "pinned_rewrite"

@@ -42,7 +42,7 @@ def test_host_origin_and_size_are_checked() -> None:
         assert _post(url, json.dumps(INIT)).status_code == 200
 
 
-def test_bearer_tokens_and_task_binding() -> None:
+def test_bearer_tokens_and_task_binding(in_store_mode: str) -> None:
     env = osiris_env(OSIRIS_HTTP_TOKEN="alice=alice-secret-token-0001,bob=bob-secret-token-0002")
     with http_server(env) as (url, _):
         missing = _post(url, json.dumps(INIT))

@@ -17,7 +17,7 @@ async def _call(url: str, headers: dict[str, str], tool: str, args: dict[str, An
         return await client.call_tool(tool, args)
 
 
-def test_a_handoff_is_invisible_and_unusable_to_another_token() -> None:
+def test_a_handoff_is_invisible_and_unusable_to_another_token(in_store_mode: str) -> None:
     with http_server(osiris_env(OSIRIS_HTTP_TOKEN=TOKENS)) as (url, _):
 
         async def flow() -> None:

@@ -60,12 +60,11 @@ def _same_answer(text: str, ref: str) -> str:
     return text.replace(ref, "REF")
 
 
-@pytest.mark.parametrize("owner", ["on", "off"])  # the hook through the store owner, or not
 def test_a_ref_is_readable_only_by_the_principal_whose_task_holds_it(
-        tmp_path: Path, owner: str) -> None:
+        in_store_mode: str, tmp_path: Path) -> None:
     big = _big_file(tmp_path)
     env = osiris_env(OSIRIS_HTTP_TOKEN=TOKENS, OSIRIS_HOOK_TOOL="on",
-                     OSIRIS_ROOTS=str(big.parent), OSIRIS_STORE_OWNER=owner)
+                     OSIRIS_ROOTS=str(big.parent))
     with http_server(env) as (url, _):
 
         async def flow() -> dict[str, str]:
@@ -118,7 +117,6 @@ def test_a_ref_is_readable_only_by_the_principal_whose_task_holds_it(
     # The local user (no token: the home is theirs) reads every ref of the home.
     for ref, expected in ((refs["own"], "alice's private data"),
                           (refs["read"], "def handler_0(event):")):
-        done = run_cli("recall", ref, env={"OSIRIS_HOME": env["OSIRIS_HOME"],
-                                           "OSIRIS_STORE_OWNER": owner})
+        done = run_cli("recall", ref)
         assert done.returncode == 0, done.stderr
         assert expected in done.stdout

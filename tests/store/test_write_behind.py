@@ -147,34 +147,55 @@ def test_steady_state_hook_calls_touch_no_duckdb_until_the_flush(tmp_path: Path)
     engine = _engine(tmp_path / "home", write_behind=True)
     behind = engine.store.behind
     assert behind is not None
-    args = {"command": "ls"}
+    observed: list[tuple[str, bool]] = []  # (the result's first line, is it an error)
+    answers: list[dict[str, Any]] = []
+    commands: list[str] = []
+
+    def call(command: str, kind: str, result: str) -> None:
+        args = {"command": command}
+        answers.append(engine.precheck("session:warm", "Bash", args=args,
+                                       client_format="claude-code"))
+        answers.append(engine.observe("session:warm", kind, tool="Bash", args=args,
+                                      result=result, client_format="claude-code"))
+        observed.append((result.splitlines()[0], kind == "error"))
+        commands.append(command)
+
     def fail_then_pass() -> None:  # a failure, then its resolution (a lesson from the 2nd)
-        for kind, result in (("error", "FAILED test_x - AssertionError\n"),
-                             ("result", "3 passed\n")):
-            engine.observe("session:warm", kind, tool="Bash", args={"command": "pytest"},
-                           result=result, client_format="claude-code")
+        call("pytest", "error", "FAILED test_x - AssertionError\n")
+        call("pytest", "result", "3 passed\n")
 
     for i in range(3):  # first sight of the session and its first calls
-        engine.precheck("session:warm", "Bash", args=args, client_format="claude-code")
-        engine.observe("session:warm", "result", tool="Bash", args=args,
-                       result=f"{i}\n" + HEAD, client_format="claude-code")
+        call("ls", "result", f"{i}\n" + HEAD)
         fail_then_pass()
     engine.store.flush()
     loads, slow, flushes = behind.cache.loads, sum(behind.slow_reasons.values()), \
         behind.flushes
+    warm = len(answers)
     for i in range(30):
-        engine.precheck("session:warm", "Bash", args={"command": f"ls {i}"},
-                        client_format="claude-code")
-        engine.observe("session:warm", "result", tool="Bash", args={"command": f"ls {i}"},
-                       result=f"{i}\n" + HEAD, client_format="claude-code")
+        call(f"ls {i}", "result", f"{i}\n" + HEAD)
         if i % 10 == 9:
             fail_then_pass()
     assert (behind.cache.loads, sum(behind.slow_reasons.values()), behind.flushes) == \
         (loads, slow, flushes), behind.slow_reasons
-    assert len(owner_log.read_records(behind.log.path)) == 66  # one record per call
-    with engine.store.read() as con:  # a read flushes first: it sees all 60 calls
-        calls = con.execute("SELECT count(*) FROM calls").fetchall()[0][0]
-    assert calls == 45
+    # One log record per hook call (a precheck and an observe each) since the flush.
+    assert len(owner_log.read_records(behind.log.path)) == len(answers) - warm == 72
+    # What memory answered: every call allowed, each listing stored as its own ref with a
+    # preview, and each test run's output recognised as one seen before the flush.
+    assert all(a["verdict"] == "allow" for a in answers[warm::2])
+    steady = list(zip(commands[warm // 2:], answers[warm + 1::2], strict=True))
+    listings = [a for command, a in steady if command.startswith("ls")]
+    assert len({a["ref"] for a in listings}) == 30, listings[0]
+    assert all(a["mode"] == "light" and not a.get("duplicate") for a in listings)
+    # The test run's outputs were seen before the flush: each one is named a duplicate.
+    repeats = [a for command, a in steady if command == "pytest"]
+    assert len(repeats) == 6 and all(a["duplicate"] for a in repeats), repeats
+    with engine.store.read() as con:  # a read flushes first: it sees every observed call
+        rows = con.execute("SELECT error_text, is_error, ref FROM calls "
+                           "ORDER BY seq").fetchall()
+    assert len(rows) == len(observed) == 45
+    assert [bool(r[1]) for r in rows] == [error for _, error in observed]
+    assert [r[0] for r in rows if r[1]] == [line for line, error in observed if error]
+    assert [r[2] for r in rows] == [a["ref"] for a in answers[1::2]]  # the refs answered
     assert owner_log.read_records(behind.log.path) == []
     engine.close()
 
