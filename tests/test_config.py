@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -70,15 +71,14 @@ def test_light_clients_send_every_variable_the_settings_read() -> None:
 
     from osiris import config, environ
 
-    read = {node.args[1].value if isinstance(node.func, ast.Name) else node.args[0].value
-            for node in ast.walk(ast.parse(inspect.getsource(config)))
-            if isinstance(node, ast.Call) and node.args
-            and ((isinstance(node.func, ast.Name) and node.func.id == "_get"
-                  and isinstance(node.args[1], ast.Constant))
-                 or (isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-                     and isinstance(node.args[0], ast.Constant)
-                     and isinstance(node.args[0].value, str)
-                     and node.args[0].value.isupper()))}
+    declared = {v.name for f in fields(Settings)
+                if (v := f.metadata.get("variable")) is not None}
+    read = declared | {node.args[0].value for node in ast.walk(ast.parse(inspect.getsource(
+        config))) if isinstance(node, ast.Call) and node.args
+        and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+        and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+        and node.args[0].value.isupper()}
+    assert {"OSIRIS_HOME", "CODEX_HOME", "OSIRIS_ROOTS", "OSIRIS_HTTP_TOKEN"} <= read
     assert len(read) > 30
     assert all(name.startswith(environ.PREFIX) or name in environ.OTHER_NAMES for name in read)
 
@@ -109,3 +109,48 @@ def test_light_clients_bound_their_wait_as_the_settings_say(tmp_path: Path) -> N
     assert environ.hook_timeout_s(env) == Settings.from_env(env).hook_timeout_s == 1.5
     for bad in ("0", "-2", "soon", "inf", "nan"):  # the owner reports it; the wait is kept
         assert environ.hook_timeout_s({"OSIRIS_HOOK_TIMEOUT_S": bad}) == 3.0
+
+
+def test_every_setting_crosses_to_the_store_owner_unchanged(tmp_path: Path) -> None:
+    # The owner runs the engine with its client's settings, sent as JSON: every field,
+    # set here to a value that is not its default, must come back as it was.
+    import json
+
+    from osiris.config import settings_from_wire, settings_to_wire
+    from osiris.core.cost_models import default_cost_models
+
+    env = {
+        "OSIRIS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path / "user"),
+        "CODEX_HOME": str(tmp_path / "codex"), "CLAUDE_CONFIG_DIR": str(tmp_path / "cc"),
+        "OSIRIS_ROOTS": str(tmp_path), "OSIRIS_CACHE_TTL_S": "301",
+        "OSIRIS_PRUNE_THRESHOLD_TOKENS": "40001", "OSIRIS_DISPATCH_ONLY": "1",
+        "OSIRIS_LOCK_TIMEOUT_S": "31.5", "OSIRIS_LOG_LEVEL": "info",
+        "OSIRIS_MAX_FILE_BYTES": "1001", "OSIRIS_MAX_PAYLOAD_BYTES": "1002",
+        "OSIRIS_COST_MODEL": next(n for n in default_cost_models().names
+                                  if n != Settings().cost_model),
+        "OSIRIS_CONTEXT_WINDOW_TOKENS": "100000", "OSIRIS_ENGAGE_LIGHT_TOKENS": "301",
+        "OSIRIS_ENGAGE_STANDARD_TOKENS": "1501", "OSIRIS_ENGAGE_FULL_TOKENS": "8001",
+        "OSIRIS_PRUNE_MODE": "balanced", "OSIRIS_RECALL_MAX_TOKENS": "2001",
+        "OSIRIS_OPERATING_CONTEXT_PATH": str(tmp_path / "oc.toml"),
+        "OSIRIS_OPERATING_CONTEXT": "off", "OSIRIS_TOOL_NAMES": "dotted",
+        "OSIRIS_HTTP_HOST": "0.0.0.0", "OSIRIS_HTTP_PORT": "9000",
+        "OSIRIS_HTTP_TOKEN": "alice=alice-secret-token-0001,bob-secret-token-0002",
+        "OSIRIS_HTTP_ALLOWED_HOSTS": "a.example,b.example:8080",
+        "OSIRIS_HTTP_ALLOWED_ORIGINS": "https://a.example",
+        "OSIRIS_HTTP_MAX_BODY_BYTES": "5000", "OSIRIS_HTTP_SESSION_IDLE_S": "60",
+        "OSIRIS_HTTP_MAX_SESSIONS": "3", "OSIRIS_DASHBOARD_HOST": "0.0.0.0",
+        "OSIRIS_DASHBOARD_PORT": "9001", "OSIRIS_STORE_OWNER": "off",
+        "OSIRIS_OWNER_IDLE_S": "5", "OSIRIS_HOOK_TIMEOUT_S": "2",
+        "OSIRIS_OWNER_TIMEOUT_S": "3", "OSIRIS_QUERY_TIMEOUT_S": "4",
+        "OSIRIS_WRITE_BEHIND": "off", "OSIRIS_HOOK_TOOL": "on", "OSIRIS_SURFACE": "hooks",
+        "OSIRIS_EARLY_ANSWERS": "off"}
+    chosen = Settings.from_env(env)
+    defaults = Settings()
+    assert [f.name for f in fields(Settings)
+            if getattr(chosen, f.name) == getattr(defaults, f.name)] == []
+    assert settings_from_wire(json.loads(json.dumps(settings_to_wire(chosen)))) == chosen
+    for bad, message in (({"surface": "full", "nope": 1}, "unknown setting 'nope'"),
+                         ({"roots": 5}, "cannot use"), ({"http_tokens": [["a"]]}, "cannot use"),
+                         ([1, 2], "must be an object")):
+        with pytest.raises(ConfigError, match=message):
+            settings_from_wire(bad)  # type: ignore[arg-type]
