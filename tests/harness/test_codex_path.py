@@ -104,7 +104,7 @@ def test_foreign_mcp_output_apply_patch_and_write_stdin(tmp_path: Path) -> None:
     steps = [ToolCall("exec_command", {"cmd": "sleep 2"}),  # the MCP servers are up
              ToolCall("mcp__foreign.big_log", {"lines": 3000}),
              _recall,
-             ToolCall("exec_command", {"cmd": "read x; echo got $x", "tty": True,
+             ToolCall("exec_command", {"cmd": "read x; echo got $x; sleep 1", "tty": True,
                                        "yield_time_ms": 500}),
              _write_stdin,
              ToolCall("apply_patch", PATCH)]
