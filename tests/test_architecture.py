@@ -38,3 +38,27 @@ def test_library_code_never_prints() -> None:
                     and node.func.id == "print":
                 offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not offenders, "stdout belongs to JSON-RPC; log to stderr instead"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (a module's, a class's, a
+    function's) or stand alone as a statement (an attribute's docstring)."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+
+
+def test_the_engine_knows_no_client_by_name() -> None:
+    # The engine decides from a client adapter's traits (osiris.clients.adapters), never
+    # from which client asks: a client's name in core, the store or the engine is a branch
+    # on it. (import-linter keeps those packages from importing osiris.clients.)
+    offenders = []
+    for package in ("core", "engine", "store", "contracts"):
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            tree = ast.parse(path.read_text("utf-8"))
+            docs = _docstrings(tree)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                        and id(node) not in docs \
+                        and node.value.lower() in {"claude-code", "codex", "codex-cli"}:
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {node.value!r}")
+    assert not offenders

@@ -25,10 +25,10 @@ from osiris.clients.sitepath import full_path
 from osiris.errors import ConfigError, OsirisError
 
 CLIENTS = ("claude-code", "codex")
-""":data:`osiris.core.client_hooks.CLIENTS` (a test keeps them equal; importing that
+""":data:`osiris.clients.adapters.CLIENTS` (a test keeps them equal; importing that
 module costs the hook's start ``dataclasses`` and ``re``)."""
 EVENTS = ("pre-tool-use", "post-tool-use", "session-start")
-""":data:`osiris.core.client_hooks.EVENTS`."""
+""":data:`osiris.clients.hook_input.EVENTS`."""
 PRIVATE_UMASK = 0o077
 """:data:`osiris.store.fsutil.PRIVATE_UMASK` (a test keeps them equal; a client may not
 import the store)."""

@@ -3,7 +3,8 @@ session-start``.
 
 The hook reads the client's JSON on stdin, finds (or creates) the OSIRIS task of the
 session, and answers on stdout in the client's format (see
-:mod:`osiris.core.client_hooks` for the verdict mapping). PreToolUse runs ``precheck``
+:mod:`osiris.core.hook_advice` for the verdict mapping, :mod:`osiris.clients.adapters`
+for each client's JSON). PreToolUse runs ``precheck``
 and, where ``[routing]`` says so (:mod:`osiris.core.routing`), rewrites a large
 ``Read`` to a window of the file; it never rewrites a shell command. PostToolUse (and
 PostToolUseFailure) runs ``observe`` with the tool's result or error, so LoopGuard,
@@ -32,9 +33,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from osiris.clients import session_size, shell_output
+from osiris.clients.adapters import adapter, allow_with_warning, decision_json
+from osiris.clients.hook_input import HookCall, parse_hook_input, response_text
 from osiris.config import Settings
-from osiris.core import client_hooks
-from osiris.core.client_hooks import HookCall
 from osiris.errors import CommittedWithErrors, OsirisError
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CLIENT = "claude-code"
-CLIENTS = client_hooks.CLIENTS
 # Below the timeout `osiris install` gives the hook (10 s): a busy store must end in a
 # logged skip, not in Claude Code killing the hook and waiting out its timeout.
 HOOK_LOCK_TIMEOUT_S = 5.0
@@ -59,13 +59,6 @@ class HookOutcome:
     """The line written to stderr (the hook process writes it when the owner ran it)."""
 
 
-def _rewritten(call: HookCall, route: dict[str, Any]) -> dict[str, Any] | None:
-    """The call's new input (from the raw input the client sent), or None."""
-    if route.get("op") == "window":
-        return {**call.tool_input, "offset": int(route["offset"]), "limit": int(route["limit"])}
-    return None
-
-
 def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
                  principal: str | None = None) -> dict[str, Any]:
     """Precheck the intended call; the client's decision for it, with its rewrite.
@@ -73,25 +66,22 @@ def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
     user), whom the session's task belongs to."""
     if call.own_tool:
         return {}
+    speaks = adapter(client)
     answer = engine.precheck(f"session:{call.session_id}", call.tool, args=call.tool_input,
                              path=call.path, actor=f"{client}:{call.session_id}",
-                             client_format=client, cwd=call.cwd, subagent=call.agent_id,
+                             client=speaks.traits, cwd=call.cwd, subagent=call.agent_id,
                              principal=principal)
-    output = dict(answer["client_output"])
-    route = answer.get("route")
-    updated = _rewritten(call, route) if route else None
-    if updated is not None:
-        output = client_hooks.with_updated_input(output, updated, client)
-    return output
+    return speaks.before(answer, call)
 
 
 def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
                   principal: str | None = None) -> dict[str, Any]:
     """Observe the call's result or error; what the agent should hear about it, and, for
-    a large shell output, the preview and ref the model is shown instead."""
+    a large output, the preview and ref the model is shown instead."""
     if call.own_tool:
         return {}
-    text, failed = client_hooks.response_text(call)
+    speaks = adapter(client)
+    text, failed = response_text(call)
     found = shell_output.find(call, client, engine.settings.max_payload_bytes)
     shell = None
     if found is not None:
@@ -100,22 +90,12 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
     prompt = session_size.prompt_tokens(call) if client == CLIENT else None
     answer = engine.observe(f"session:{call.session_id}", "error" if failed else "result",
                             tool=call.tool, args=call.tool_input, result=text,
-                            actor=f"{client}:{call.session_id}", client_format=client,
-                            client_event=call.event, cwd=call.cwd,
+                            actor=f"{client}:{call.session_id}", client=speaks.traits,
+                            replaceable=call.event == "PostToolUse", cwd=call.cwd,
                             tool_use_id=call.tool_use_id, subagent=call.agent_id,
                             principal=principal, shell=shell,
                             session=None if prompt is None else {"prompt_tokens": prompt})
-    output = dict(answer["client_output"])
-    replaced = answer.get("replaced")
-    if replaced is not None:
-        output = client_hooks.with_replaced_shell_output(output, str(replaced["text"]),
-                                                          call.response, client)
-    shaped = answer.get("replaced_read")
-    if shaped is not None:
-        output = client_hooks.with_replaced_read_output(
-            output, str(shaped["content"]), int(shaped["lines"]), str(shaped["context"]),
-            call.response)
-    return output
+    return speaks.after(answer, call)
 
 
 def session_start(engine: Engine, call: HookCall, client: str = CLIENT,
@@ -123,10 +103,11 @@ def session_start(engine: Engine, call: HookCall, client: str = CLIENT,
     """After a compaction: the manifest and the live refs, back in front of the model."""
     if call.source != "compact":
         return {}
-    answer = engine.compacted(f"session:{call.session_id}", client_format=client,
+    speaks = adapter(client)
+    answer = engine.compacted(f"session:{call.session_id}", client=speaks.traits,
                               actor=f"{client}:{call.session_id}", cwd=call.cwd,
                               principal=principal)
-    return dict(answer["client_output"])
+    return speaks.session_start(answer)
 
 
 HANDLERS = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
@@ -139,7 +120,7 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
     ``engine``: the store owner's (else one is opened in this process for the call);
     ``principal``: as for :func:`pre_tool_use`."""
     try:
-        call = client_hooks.parse_hook_input(raw, event)
+        call = parse_hook_input(raw, event)
     except OsirisError as exc:
         return skipped(settings, event, f"malformed hook input: {exc}", raw, client=client)
     settings = replace(settings, lock_timeout_s=min(settings.lock_timeout_s,
@@ -163,7 +144,7 @@ def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *
         log.exception("OSIRIS hook failed")
         return skipped(settings, event, f"internal error {type(exc).__name__}: {exc}", raw,
                        client=client)
-    return HookOutcome(client_hooks.decision_json(doc) if doc else "", 0)
+    return HookOutcome(decision_json(doc) if doc else "", 0)
 
 
 def hook_in_server(engine: Any, event: str, raw: bytes, client: str = CLIENT,
@@ -208,5 +189,5 @@ def skipped(settings: Settings | None, event: str, problem: str, raw: bytes, *,
             log.warning("cannot write %s: %s", settings.hooks_log_path, exc)
     message = f"osiris: hook {event} {'recorded, but' if recorded else 'skipped'}: {problem}\n"
     sys.stderr.write(message)
-    return HookOutcome(client_hooks.decision_json(client_hooks.allow_with_warning(problem)),
+    return HookOutcome(decision_json(allow_with_warning(problem)),
                        0, problem, message)

@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from osiris.clients import codex_toml, codex_trust, files
+from osiris.clients.hook_input import HOOK_FIELDS
 from osiris.clients.install_files import SERVER_ARGS, FileEdit, Target, with_entry_homes
 from osiris.clients.install_hooks import hooks_edit
 from osiris.clients.install_server import server_edit
 from osiris.clients.launcher import launch_words
 from osiris.config import Settings
-from osiris.core.client_hooks import HOOK_FIELDS
 from osiris.errors import ConfigError, InvalidInputError
 
 CLIENTS = ("claude-code", "codex", "cursor")
@@ -147,7 +147,7 @@ class InstallRequest:
                 handler = None
             elif self.mcp_tool_hooks and event != "SessionStart":
                 # Claude Code calls the running server: no process per tool call. Each
-                # field is interpolated from the hook input (client_hooks.HOOK_FIELDS).
+                # field is interpolated from the hook input (hook_input.HOOK_FIELDS).
                 handler = {"type": "mcp_tool", "server": self.name, "tool": "osiris_hook",
                            "input": {"event": arg, **{f: f"${{{f}}}" for f in HOOK_FIELDS}},
                            "timeout": HOOK_TIMEOUT_S}

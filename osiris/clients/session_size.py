@@ -15,7 +15,7 @@ import json
 import os
 import stat
 
-from osiris.core.client_hooks import HookCall
+from osiris.clients.hook_input import HookCall
 
 TAIL_BYTES = 1 << 18
 """How much of the transcript's end is read: one answer's record is far smaller."""

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from osiris.core.client_hooks import HookCall
+from osiris.clients.hook_input import HookCall
 from osiris.core.routing import SHELL_TOOLS
 
 CODEX_CUT_MARK = "command output truncated for persistence"

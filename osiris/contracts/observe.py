@@ -8,7 +8,7 @@ from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from osiris.contracts.shared import BudgetState, Drift, VolatileToken
+from osiris.contracts.shared import BudgetState, Drift, HookAdvice, VolatileToken
 
 
 class LoopPattern(TypedDict):
@@ -105,14 +105,17 @@ class Observed(TypedDict):
     """The new manifest's seal (with ``manifest``)."""
     usage: NotRequired[Usage]
     """The usage you reported, against OSIRIS's estimate (when ``usage`` was passed)."""
-    client_output: NotRequired[dict[str, object]]
-    """Only for a client hook through the Python API: the hook's JSON for the client."""
+    hook: NotRequired[HookAdvice]
+    """Only for a client hook through the Python API: the advice for the model, which
+    the client's adapter says in the client's JSON."""
 
 
 class ShellReplaced(TypedDict):
-    """A client's shell output OSIRIS stored and shows as a preview (the hook puts
+    """A client's large output OSIRIS stored and shows as a preview (the hook puts
     ``text`` where the client would have shown the output)."""
 
+    output: Literal["shell", "mcp"]
+    """What was replaced: a shell command's output, or another MCP server's."""
     text: str
     """What the model is shown instead of the output: the preview and the ref."""
     ref: str
@@ -135,7 +138,7 @@ class Called(Observed):
     """Only through the Python API with ``routed``: the text that stands for the output
     in a loop that owns its history."""
     replaced: NotRequired[ShellReplaced]
-    """Only for a client hook through the Python API: the shell output's replacement."""
+    """Only for a client hook through the Python API: the output's replacement."""
 
 
 class ObservePrompt(Observed):

@@ -11,11 +11,11 @@ found: ``allow`` < ``warn`` < ``suggest_alternative`` < ``require_approval`` < `
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from osiris.contracts.shared import Recommendation
+from osiris.contracts.shared import HookAdvice, Recommendation
 
 Verdict = Literal["allow", "warn", "suggest_alternative", "require_approval", "block"]
 """precheck's verdicts, least severe first."""
@@ -93,9 +93,10 @@ class PrecheckResult(TypedDict):
     compass: NotRequired[list[Recommendation]]
     """Tools of the reported tool list that fit the active step better, best first, at
     most 3 (absent unless the best one is not the tool asked about)."""
-    client_output: NotRequired[dict[str, Any]]
-    """The client hook's decision JSON (``format="claude-code"``): the engine returns it
-    to the hook; the MCP tool sends it as the text and leaves it out of this answer."""
+    hook: NotRequired[HookAdvice]
+    """The advice for a client hook (``format="claude-code"``): the engine returns it to
+    the hook's adapter; the MCP tool sends the client's decision JSON as the text and
+    leaves the advice out of this answer."""
     route: NotRequired[RoutePointer | RouteWindow]
     """How the client hook rewrites the call (``format="claude-code"`` only; absent when
     the hook's decision denies the call or asks the user, or when no routing applies).

@@ -156,3 +156,18 @@ class ToolError(TypedDict):
     message: str
     """What went wrong and what to do next (the same text as the result's content),
     secrets scrubbed, at most 600 characters."""
+
+
+class HookAdvice(TypedDict):
+    """What OSIRIS tells the model through a client's hook, in no client's format (the
+    client adapter says it in the client's JSON: :mod:`osiris.clients.adapters`). Empty
+    when OSIRIS has nothing to say."""
+
+    permission: NotRequired[Literal["deny", "ask"]]
+    """OSIRIS objects to the call: ``deny`` it, or ``ask`` the user (absent: no
+    objection; OSIRIS never says allow, the user's own rules decide)."""
+    reason: NotRequired[str]
+    """Why it objects, as the model reads it (with ``permission``)."""
+    context: NotRequired[str]
+    """Context added for the model: a warning, a windowed read's outline, the manifest
+    after a compaction."""

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing_extensions import TypedDict
 
-from osiris.contracts.shared import BudgetState, DriftLevel, PlanProgress, Pressure
+from osiris.contracts.shared import (
+    BudgetState,
+    DriftLevel,
+    HookAdvice,
+    PlanProgress,
+    Pressure,
+)
 
 
 class ZoneHashes(TypedDict):
@@ -99,9 +105,9 @@ class Compacted(TypedDict):
     """The client session's task."""
     refs: int
     """Live refs listed back to the agent (0 when routing's compaction is off)."""
-    client_output: dict[str, object]
-    """The hook's JSON for the client: the manifest and the refs as added context
-    (empty when compaction is off)."""
+    hook: HookAdvice
+    """The advice for the model: the manifest and the refs as its context (empty when
+    compaction is off)."""
 
 
 class RoutedOutput(TypedDict):

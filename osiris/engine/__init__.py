@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from osiris.engine.facade import PLAN_MODES, Engine, check_client_format
+    from osiris.engine.facade import PLAN_MODES, Engine
     from osiris.engine.remote import open_engine
 
-__all__ = ["PLAN_MODES", "Engine", "check_client_format", "open_engine"]
+__all__ = ["PLAN_MODES", "Engine", "open_engine"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Engine", "PLAN_MODES", "check_client_format"):
+    if name in ("Engine", "PLAN_MODES"):
         from osiris.engine import facade
 
         return getattr(facade, name)

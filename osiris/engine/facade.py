@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from osiris.config import Settings
-from osiris.core import client_hooks
+from osiris.core import hook_advice
 from osiris.core import routing as routing_core
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
@@ -68,13 +68,6 @@ from osiris.store import statements
 from osiris.store.state import Clock, Store, Tx
 
 PLAN_MODES = ("start", "update", "resume", "status", "context", "memory")
-
-
-def check_client_format(client_format: object) -> None:
-    """None (an agent's own call) or a client whose hook format OSIRIS speaks."""
-    if client_format is not None and client_format not in client_hooks.CLIENTS:
-        raise InvalidInputError(f"unknown client format {client_format!r}: use one of "
-                                + ", ".join(client_hooks.CLIENTS))
 
 
 @scrubbing_facade
@@ -214,36 +207,36 @@ class Engine:
 
     def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
                  path: str | None = None, confirmed: bool = False, actor: str | None = None,
-                 principal: str | None = None, client_format: str | None = None,
+                 principal: str | None = None, client: dict[str, Any] | None = None,
                  cwd: str | None = None, subagent: str | None = None) -> dict[str, Any]:
         """allow, warn, suggest_alternative, require_approval or block an intended action.
 
-        ``client_format="claude-code"``: asked by a client hook; the answer also carries
-        ``client_output``, the client's decision JSON, and only the text of it that the
-        model will see is booked as OSIRIS's overhead. ``task_id`` may be
+        ``client``: asked by a client hook, whose adapter gives the client's traits
+        (:data:`osiris.core.hook_advice.TRAITS`); the answer also carries ``hook``, the
+        advice the adapter turns into the client's JSON, and only what of it the model
+        will see is booked as OSIRIS's overhead. ``task_id`` may be
         ``session:<client session id>`` (``cwd``: the session's directory; ``subagent``:
         the client's id of the subagent that asks, None for the main agent)."""
-        check_client_format(client_format)
+        client = hook_advice.check_traits(client)
         subagent = client_sessions.check_subagent(subagent)
         with self.store.transaction(actor or principal or "agent") as tx:
             task_id, created = client_sessions.resolve_task(
-                self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
+                self.ctx, tx, task_id, principal,
+                client=client["name"] if client else "client", cwd=cwd)
             answer = governance.precheck(self.ctx, tx, self.ctx.rules, task_id=task_id,
                                          tool=tool, args=args, path=path,
                                          confirmed=confirmed)
             shown = None
-            if client_format is not None:
-                output = client_hooks.pre_tool_use_decision(
-                    answer, self._first_sight(task_id, created),
-                    tool=tool)
-                route = None if client_hooks.objects(output) else self._route_call(
+            if client is not None:
+                advice = hook_advice.before_call(
+                    answer, self._first_sight(task_id, created), tool=tool)
+                route = None if hook_advice.objects(advice) else self._route_call(
                     tx, task_id, tool, args or {}, cwd, subagent)
                 if route and route["op"] == "pointer":
-                    output = client_hooks.pointer_decision(output, route["reason"])
+                    advice = hook_advice.pointer(advice, route["reason"])
                 elif route and route.get("context"):
-                    output = client_hooks.with_context(output, route["context"])
-                answer, shown = {**answer, "client_output": output}, \
-                    client_hooks.shown_text(output)
+                    advice = hook_advice.with_context(advice, route["context"])
+                answer, shown = {**answer, "hook": advice}, hook_advice.shown(advice)
                 if route:
                     answer["route"] = route
             account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)
@@ -278,33 +271,29 @@ class Engine:
         return None
 
     def _replace_mcp_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
-                            result: Any, kind: str, client: str, event: str,
-                            output: dict[str, Any], session: dict[str, Any] | None,
-                            ) -> dict[str, Any]:
-        """Another MCP server's large output, replaced by its preview and ref."""
-        if not tool or not foreign_mcp_tool(tool) or not isinstance(result, str) \
-                or event != "PostToolUse":
-            return output
+                            result: Any, kind: str, client: dict[str, Any],
+                            session: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Another MCP server's large output, stored; what the hook shows instead (None:
+        the output reaches the model as the server gave it)."""
+        if not tool or not foreign_mcp_tool(tool) or not isinstance(result, str):
+            return None
         config = routing_ops.config_of(self.ctx, tx)
         if not config.mcp_outputs:
-            return output
+            return None
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool,
             args=args if isinstance(args, dict) else {}, failed=kind == "error",
             config=config, threshold=config.mcp_threshold_tokens,
-            kind="mcp" if client in PAYOFF_CLIENTS else None, session=session)
+            kind="mcp" if client["payoff"] else None, session=session)
         if stored is None:
-            return output
+            return None
         text = replaced_output(stored["preview"], ref=stored["ref"], tokens=stored["tokens"],
                                lines=stored["lines"])
-        replaced = client_hooks.replaced_output(text, client, event)
-        inner = output.get("hookSpecificOutput")
-        if inner and "hookSpecificOutput" in replaced:
-            replaced["hookSpecificOutput"] = {**inner, **replaced["hookSpecificOutput"]}
-        return replaced
+        return {"output": "mcp", "text": text, "ref": stored["ref"],
+                "tokens": stored["tokens"], "complete": True}
 
     def _replace_shell_output(self, tx: Tx, task_id: str, tool: str | None, args: Any,
-                              result: Any, client: str, shell: dict[str, Any],
+                              result: Any, client: dict[str, Any], shell: dict[str, Any],
                               session: dict[str, Any] | None) -> dict[str, Any] | None:
         """A client's large shell output, stored; the text its hook shows instead (None:
         the output reaches the model as the client shows it). ``shell``: what the client
@@ -317,7 +306,7 @@ class Engine:
             return None
         exit_code = shell.get("exit_code")
         exit_code = exit_code if isinstance(exit_code, int) else None
-        priced = config.payoff and client in PAYOFF_CLIENTS
+        priced = config.payoff and client["payoff"]
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool, args=args,
             failed=exit_code not in (0, None), config=config,
@@ -328,34 +317,38 @@ class Engine:
         complete = bool(shell.get("complete", True))
         text = shell_replacement(stored["preview"], lines=stored["lines"],
                                  tokens=stored["tokens"], ref=stored["ref"],
-                                 exit_code=exit_code, status_line=client == "codex",
+                                 exit_code=exit_code, status_line=client["status_line"],
                                  complete=complete)
-        return {"text": text, "ref": stored["ref"], "tokens": stored["tokens"],
-                "complete": complete}
+        return {"output": "shell", "text": text, "ref": stored["ref"],
+                "tokens": stored["tokens"], "complete": complete}
 
-    def compacted(self, task_id: str, *, client_format: str, actor: str | None = None,
+    def compacted(self, task_id: str, *, client: dict[str, Any], actor: str | None = None,
                   cwd: str | None = None, principal: str | None = None) -> dict[str, Any]:
         """The client compacted its history: journal it, restart LoopGuard's window (what
-        it counted left the prompt), and answer with the manifest and the live refs."""
-        check_client_format(client_format)
+        it counted left the prompt), and answer with the manifest and the live refs as
+        the hook's advice (``client``: as for :meth:`precheck`)."""
+        checked = hook_advice.check_traits(client)
+        if checked is None:
+            raise InvalidInputError("compacted needs the client's traits (client=...)")
         with self.store.transaction(actor or "agent") as tx:
             task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, principal,
-                                                      client=client_format, cwd=cwd)
+                                                      client=checked["name"], cwd=cwd)
             state = derived_counts(tx.con, load_task(tx, task_id, self.ctx.cost_model),
                                    self.ctx.cost_model)
             config = routing_ops.config_of(self.ctx, tx)
-            seq = journal(tx, "client.compacted", {"client": client_format}, task_id=task_id).seq
+            seq = journal(tx, "client.compacted", {"client": checked["name"]},
+                          task_id=task_id).seq
             governance.insert_call(tx, task_id, seq, governance.progress_row(seq))
-            output: dict[str, Any] = {}
+            advice: dict[str, str] = {}
             refs: list[dict[str, Any]] = []
             if config.compaction:
                 files = {f.ref: f.path for f in state.files}
                 refs = routing_ops.live_refs(tx, task_id, files)
-                output = client_hooks.session_start_output(compaction_context(
-                    render_manifest(state, self.ctx.counter), refs))
-            answer = {"task_id": task_id, "refs": len(refs), "client_output": output}
+                advice = {"context": compaction_context(
+                    render_manifest(state, self.ctx.counter), refs)}
+            answer = {"task_id": task_id, "refs": len(refs), "hook": advice}
             account_answer(self.ctx, tx, task_id, "compacted", answer,
-                           client_hooks.shown_text(output))
+                           hook_advice.shown(advice))
         return answer
 
     def route_output(self, task_id: str, text: str, *, tool: str, args: dict[str, Any],
@@ -378,8 +371,8 @@ class Engine:
                 args: dict[str, Any] | None = None, result: Any = None,
                 path: str | None = None, seal: str | None = None,
                 usage: dict[str, Any] | None = None, actor: str | None = None,
-                principal: str | None = None, client_format: str | None = None,
-                client_event: str = "PostToolUse", cwd: str | None = None,
+                principal: str | None = None, client: dict[str, Any] | None = None,
+                replaceable: bool = True, cwd: str | None = None,
                 tool_use_id: str | None = None, subagent: str | None = None,
                 prepared: PayloadWork | None = None,
                 routed: str | None = None,
@@ -396,9 +389,13 @@ class Engine:
         ``prepared``: the payload work a client of the store owner did for ``result``
         (the owner checked it was made for that text, :mod:`osiris.core.payload_work`).
 
-        ``client_format="claude-code"``: observed by a client hook (``client_event``
-        PostToolUse or PostToolUseFailure); the answer carries ``client_output`` and only
-        its added context is booked as overhead (``subagent``: as for :meth:`precheck`).
+        ``client``: observed by a client hook (its adapter's traits, as for
+        :meth:`precheck`); the answer carries ``hook``, the advice for the model, and
+        only what the model is shown is booked as overhead (``subagent``: as for
+        :meth:`precheck`). ``replaceable``: whether the client lets the hook replace this
+        output (Claude Code shows a failed call's error as it is: PostToolUseFailure).
+        When another MCP server's output is large, ``replaced`` is what the hook shows
+        instead.
         ``shell``: the call was a shell command that ran in the client's shell and
         ``result`` is its output as the client adapter found it (``{"exit_code": int |
         None, "complete": bool}``); when that output is large the answer's ``replaced``
@@ -407,64 +404,71 @@ class Engine:
         ``session``: what the client adapter read of the session so far
         (``prompt_tokens``: its last request's prompt; ``compaction_at_tokens``: where the
         client compacts), the inputs of the payoff (:mod:`osiris.core.payoff`)."""
-        check_client_format(client_format)
+        client = hook_advice.check_traits(client)
         session = _checked_session(session)
         subagent = client_sessions.check_subagent(subagent)
         if routed is not None and (not isinstance(routed, str)
                                    or len(routed) > routing_core.MAX_ROUTED_HINT_CHARS
-                                   or client_format is not None):
+                                   or client is not None):
             raise InvalidInputError(
                 "routed must be a recall hint of at most "
                 f"{routing_core.MAX_ROUTED_HINT_CHARS} characters, and not with a "
-                "client_format (a client's hook does not own the history)")
+                "client (a client's hook does not own the history)")
         if kind not in observing.OBSERVE_KINDS:
             raise InvalidInputError(f"unknown observe kind {kind!r}: use one of "
                                     + ", ".join(observing.OBSERVE_KINDS))
         with payloads.prepared(self.ctx, kind, result, args, self.fixed_mode, prepared), \
                 self.store.transaction(actor or principal or "agent") as tx:
             task_id, created = client_sessions.resolve_task(
-                self.ctx, tx, task_id, principal, client=client_format or "client", cwd=cwd)
+                self.ctx, tx, task_id, principal,
+                client=client["name"] if client else "client", cwd=cwd)
             state = load_task(tx, task_id, self.ctx.cost_model)
             answer = observing.observe(self.ctx, tx, state, kind=kind, tool=tool, args=args,
                                        result=result, path=path, seal=seal, usage=usage,
                                        fixed_mode=self.fixed_mode, routed=routed)
             shown = None
-            if client_format is not None:
-                output = client_hooks.post_tool_use_output(
-                    answer, client_event,
-                    self._first_sight(task_id, created))
-                output = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
-                                                  client_format, client_event, output,
-                                                  session)
-                shaped = None
-                if tool == "Read" and kind != "error" and isinstance(args, dict):
-                    served = args
-                    if client_format == "claude-code" and client_event == "PostToolUse" \
-                            and isinstance(result, str):
-                        shaped = routing_ops.shape_read(
-                            self.ctx, tx, task_id, args, result, cwd,
-                            routing_ops.config_of(self.ctx, tx), session)
-                    if shaped is not None:
-                        served = {**args, "offset": 1, "limit": shaped["lines"]}
-                    routing_ops.record_served(self.ctx, tx, task_id, served, cwd,
-                                              tool_use_id, subagent)
-                answer, shown = {**answer, "client_output": output}, \
-                    client_hooks.shown_text(output)
-                if shaped is not None:
-                    answer["replaced_read"] = shaped
-                    shown = "\n".join(filter(None, (shown, shaped["content"],
-                                                     shaped["context"])))
-                replaced = None
-                if shell is not None and kind != "action" and client_event == "PostToolUse":
-                    replaced = self._replace_shell_output(tx, task_id, tool, args, result,
-                                                          client_format, shell, session)
-                if replaced is not None:
-                    answer["replaced"] = replaced
-                    shown = "\n".join(filter(None, (shown, replaced["text"])))
+            if client is not None:
+                answer, shown = self._advise_after(tx, task_id, created, answer, client,
+                                                   kind, tool, args, result, cwd,
+                                                   tool_use_id, subagent, replaceable,
+                                                   shell, session)
             if routed is not None:
                 shown = ""  # the model reads answer["shown"] (booked) or the output
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)
         return answer
+
+    def _advise_after(self, tx: Tx, task_id: str, created: bool, answer: dict[str, Any],
+                      client: dict[str, Any], kind: str, tool: str | None, args: Any,
+                      result: Any, cwd: str | None, tool_use_id: str | None,
+                      subagent: str | None, replaceable: bool, shell: dict[str, Any] | None,
+                      session: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+        """A client hook's observe: the advice, what replaces the output (if anything)
+        and the text of both that the model is shown."""
+        advice = hook_advice.after_call(answer, self._first_sight(task_id, created))
+        replaced = self._replace_mcp_output(tx, task_id, tool, args, result, kind,
+                                            client, session) if replaceable else None
+        shaped = None
+        if tool == "Read" and kind != "error" and isinstance(args, dict):
+            served = args
+            if client["shapes_reads"] and replaceable and isinstance(result, str):
+                shaped = routing_ops.shape_read(self.ctx, tx, task_id, args, result, cwd,
+                                                routing_ops.config_of(self.ctx, tx), session)
+            if shaped is not None:
+                served = {**args, "offset": 1, "limit": shaped["lines"]}
+            routing_ops.record_served(self.ctx, tx, task_id, served, cwd, tool_use_id,
+                                      subagent)
+        if shell is not None and kind != "action" and replaceable:
+            replaced = self._replace_shell_output(tx, task_id, tool, args, result, client,
+                                                  shell, session) or replaced
+        answer = {**answer, "hook": advice}
+        shown = [hook_advice.shown(advice)]
+        if shaped is not None:
+            answer["replaced_read"] = shaped
+            shown += [shaped["content"], shaped["context"]]
+        if replaced is not None:
+            answer["replaced"] = replaced
+            shown.append(replaced["text"])
+        return answer, "\n".join(filter(None, shown))
 
     # -- recall ------------------------------------------------------------------------
 
@@ -581,7 +585,3 @@ def _checked_session(session: Any) -> dict[str, Any] | None:
 
 
 SESSION_KEYS = frozenset({"prompt_tokens", "compaction_at_tokens"})
-PAYOFF_CLIENTS = frozenset({"claude-code"})
-"""The clients whose outputs are routed by the payoff (:mod:`osiris.core.payoff`, whose
-constants are Anthropic's cache and Claude Code's compaction): Codex keeps the size
-thresholds (``shell_preview_tokens``) it was measured with."""

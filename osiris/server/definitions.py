@@ -136,7 +136,7 @@ HOOK = ToolDef(
     read_only=False, idempotent=False)
 """Listed only with ``OSIRIS_HOOK_TOOL=on``: a PreToolUse or PostToolUse hook, its input
 fields as Claude Code's ``mcp_tool`` hook interpolates them
-(:func:`osiris.core.client_hooks.hook_input`)."""
+(:func:`osiris.clients.hook_input.hook_input`)."""
 
 
 def listed(*, dispatch_only: bool, hook_tool: bool, surface: str = "full",

@@ -29,7 +29,8 @@ from mcp.types import (
     ToolAnnotations,
 )
 
-from osiris.core import client_hooks
+from osiris.clients import adapters
+from osiris.clients.hook_input import hook_input
 from osiris.core.redaction import scrub
 from osiris.errors import InvalidInputError, OsirisError
 from osiris.server import answers
@@ -117,21 +118,23 @@ def ok_result(tool: str, answer: dict[str, Any]) -> CallToolResult:
                           structured_content=answers.model_facing(answer))
 
 
-def hook_result(precheck: Callable[[], dict[str, Any]]) -> CallToolResult:
+def hook_result(precheck: Callable[[], dict[str, Any]],
+                client: adapters.Adapter) -> CallToolResult:
     """``precheck(format="claude-code")``: the PreToolUse decision as the text (what an
     ``mcp_tool`` hook parses), the precheck answer as structured content. A failure
     leaves the user's tool alone: no decision, a warning for the user."""
     try:
         answer = precheck()
-        doc = answer.pop("client_output")
+        doc = client.before(answer)
+        answer.pop("hook", None)
     except Exception as exc:
         if not isinstance(exc, OsirisError):
             log.exception("unexpected error in an OSIRIS hook precheck")
         problem = f"{exc.code}: {exc}" if isinstance(exc, OsirisError) else \
             f"internal error {type(exc).__name__}"
-        answer, doc = {"error": problem}, client_hooks.allow_with_warning(problem)
+        answer, doc = {"error": problem}, adapters.allow_with_warning(problem)
     return CallToolResult(content=[TextContent(type="text",
-                                               text=client_hooks.decision_json(doc))],
+                                               text=adapters.decision_json(doc))],
                           structured_content=answer)
 
 
@@ -255,9 +258,10 @@ class ToolRouter:
         except Exception as exc:  # every failure becomes an isError result, never a crash
             return error_result(exc)
         if hook_format != "json":  # an mcp_tool hook: the client's decision JSON as text
-            args["client_format"] = hook_format
+            client = adapters.adapter(hook_format)
+            args["client"] = client.traits
             return hook_result(lambda: self.gate.run(
-                lambda e: _call_engine(e, key, args, principal)))
+                lambda e: _call_engine(e, key, args, principal)), client)
         try:
             answer = self.gate.run(lambda e: _call_engine(e, key, args, principal))
         except Exception as exc:
@@ -284,7 +288,7 @@ def hook_answer(gate: EngineGate, arguments: object,
     event = str(fields.pop("event", "") or "?")
     try:
         _HOOK_VALIDATOR.check("hook", arguments)
-        raw = client_hooks.hook_input(fields)
+        raw = hook_input(fields)
     except OsirisError as exc:
         problem = f"{exc.code}: {exc}"
         outcome = gate.run(lambda e: hooks.skipped(e.settings, event, problem, b""))

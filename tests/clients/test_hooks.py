@@ -516,11 +516,10 @@ def test_a_post_commit_failure_is_logged_as_recorded_not_as_unchecked(
 
 def test_the_light_entry_points_name_what_the_core_names() -> None:
     # hook_entry and runner keep copies so that a hook's start imports no core module.
-    from osiris.clients import hook_entry, runner
-    from osiris.core import client_hooks
+    from osiris.clients import adapters, hook_entry, hook_input, runner
 
-    assert hook_entry.CLIENTS == client_hooks.CLIENTS
-    assert hook_entry.EVENTS == client_hooks.EVENTS
+    assert hook_entry.CLIENTS == adapters.CLIENTS
+    assert hook_entry.EVENTS == hook_input.EVENTS
     assert routing.RoutingConfig().shell_preview_tokens == runner.DEFAULT_THRESHOLD
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 from mcp import Client
 
+from osiris.clients.adapters import ClaudeCode
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.engine import Engine
@@ -266,7 +267,7 @@ def record_session(home: Path, project_root: Path, **env: str) -> Recorded:
             out.views["resume_view"] = engine.resume_view(task)
             out.views["operating_context"] = engine.operating_context()
             out.views["compacted"] = engine.compacted("session:s-api",
-                                                      client_format="claude-code")
+                                                      client=ClaudeCode.traits)
             out.views["route_output"] = engine.route_output(
                 "session:s-api", _log(), tool="Bash", args={"command": "make test"},
                 failed=True, client="claude-code")

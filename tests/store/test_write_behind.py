@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from osiris.clients.adapters import ClaudeCode
 from osiris.config import Settings
 from osiris.engine.facade import Engine
 from osiris.errors import StoreError
@@ -63,25 +64,25 @@ def _session(engine: Engine, workspace: Path) -> list[Any]:
         session, cwd = f"session:s{i % 3}", str(workspace)
         command = {"command": f"ls {i % 5}"}
         answers.append(engine.precheck(session, "Bash", args=command,
-                                       client_format="claude-code", cwd=cwd))
+                                       client=ClaudeCode.traits, cwd=cwd))
         answers.append(engine.observe(session, "result", tool="Bash", args=command,
                                       result=f"run {i % 5}\n" + HEAD * 4,
-                                      client_format="claude-code", cwd=cwd))
+                                      client=ClaudeCode.traits, cwd=cwd))
         if i % 4 == 0:
             answers.append(engine.observe(session, "error", tool="Bash",
                                           args={"command": "pytest"},
                                           result="FAILED test_x - AssertionError\n" * 3,
-                                          client_format="claude-code", cwd=cwd))
+                                          client=ClaudeCode.traits, cwd=cwd))
         if i % 12 == 0 and i:  # the failure's second or third time: it passes now
             answers.append(engine.observe(session, "result", tool="Bash",
                                           args={"command": "pytest"}, result="3 passed\n",
-                                          client_format="claude-code", cwd=cwd))
+                                          client=ClaudeCode.traits, cwd=cwd))
         if i % 7 == 0:
             read = {"file_path": str(big)}
             answers.append(engine.precheck(session, "Read", args=read,
-                                           client_format="claude-code", cwd=cwd))
+                                           client=ClaudeCode.traits, cwd=cwd))
             answers.append(engine.observe(session, "result", tool="Read", args=read,
-                                          result=big.read_text(), client_format="claude-code",
+                                          result=big.read_text(), client=ClaudeCode.traits,
                                           cwd=cwd))
         answers.append(engine.precheck(task, "Bash", args={"command": f"git status {i}"}))
         stored = engine.observe(task, "result", tool="Bash", args={"i": i % 6},
@@ -154,9 +155,9 @@ def test_steady_state_hook_calls_touch_no_duckdb_until_the_flush(tmp_path: Path)
     def call(command: str, kind: str, result: str) -> None:
         args = {"command": command}
         answers.append(engine.precheck("session:warm", "Bash", args=args,
-                                       client_format="claude-code"))
+                                       client=ClaudeCode.traits))
         answers.append(engine.observe("session:warm", kind, tool="Bash", args=args,
-                                      result=result, client_format="claude-code"))
+                                      result=result, client=ClaudeCode.traits))
         observed.append((result.splitlines()[0], kind == "error"))
         commands.append(command)
 

@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from osiris.clients.adapters import ClaudeCode
 from osiris.config import Settings
 from osiris.engine.facade import Engine
 from osiris.errors import OsirisError
@@ -72,10 +73,10 @@ class Run:
     def _hook(self, a: int, b: int, kind: str, size: int) -> Any:
         """A client's hooked shell call, before and after."""
         session, args = f"session:s{a}", {"command": COMMANDS[b]}
-        before = self.engine.precheck(session, "Bash", args=args, client_format="claude-code",
+        before = self.engine.precheck(session, "Bash", args=args, client=ClaudeCode.traits,
                                       cwd=str(self.workspace))
         after = self.engine.observe(session, kind, tool="Bash", args=args,
-                                    result=RESULTS[size], client_format="claude-code",
+                                    result=RESULTS[size], client=ClaudeCode.traits,
                                     cwd=str(self.workspace))
         self.refs.append(after["ref"])
         return before, after
@@ -83,11 +84,11 @@ class Run:
     def _read(self, a: int, b: int, kind: str, size: int) -> Any:
         """A Read of the workspace's file through the hooks."""
         session, args = f"session:s{a % 3}", {"file_path": str(self.workspace / "big.py")}
-        before = self.engine.precheck(session, "Read", args=args, client_format="claude-code",
+        before = self.engine.precheck(session, "Read", args=args, client=ClaudeCode.traits,
                                       cwd=str(self.workspace))
         after = self.engine.observe(session, "result", tool="Read", args=args,
                                     result=(self.workspace / "big.py").read_text(),
-                                    client_format="claude-code", cwd=str(self.workspace))
+                                    client=ClaudeCode.traits, cwd=str(self.workspace))
         return before, after
 
     def _plan(self, a: int, b: int, kind: str, size: int) -> Any:

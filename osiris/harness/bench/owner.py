@@ -20,9 +20,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from osiris.clients.hook_input import HOOK_FIELDS
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
-from osiris.core.client_hooks import HOOK_FIELDS
 from osiris.environ import process_environment
 from osiris.harness.bench.context import BenchContext, StageResult
 from osiris.harness.bench.owner_load import kill_owners, spawn_observer, verify

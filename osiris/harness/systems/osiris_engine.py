@@ -30,8 +30,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from osiris.clients.adapters import adapter
 from osiris.config import Settings
-from osiris.core import client_hooks
+from osiris.core import hook_advice
 from osiris.core.operating_context import DOCTRINE
 from osiris.core.routing import SHELL_TOOLS
 from osiris.engine import Engine
@@ -189,9 +190,9 @@ class OsirisSystem(ReplayBase):
         if flag is not None:
             self.flags.append(flag)
 
-    def _hook_text(self, output: dict[str, Any], step: Step, ctx: Context) -> None:
-        """What a hook's answer adds to the prompt (its reason or added context)."""
-        text = client_hooks.shown_text(output)
+    def _hook_text(self, advice: dict[str, Any], step: Step, ctx: Context) -> None:
+        """What a hook's advice adds to the prompt (its reason or added context)."""
+        text = hook_advice.shown(advice)
         if text:
             item = ctx.add("hook", text, step.i)
             self._overhead += item.tokens
@@ -231,16 +232,16 @@ class OsirisSystem(ReplayBase):
         answers. Windows of large reads and re-read pointers need the files themselves,
         which a replay does not have: not modelled (the real-client stage measures them)."""
         client = "codex" if self.profile.name == "codex" else "claude-code"
+        traits = adapter(client).traits
         verdict = self.engine.precheck(self._session_task, step.tool, args=step.args,
-                                       client_format=client)
+                                       client=traits)
         self._flag(step, verdict)
-        self._hook_text(verdict["client_output"], step, ctx)
-        decision = verdict["client_output"].get("hookSpecificOutput", {})
-        if decision.get("permissionDecision") in ("deny", "ask"):
+        self._hook_text(verdict["hook"], step, ctx)
+        if hook_advice.objects(verdict["hook"]):
             # The real client would not have run this call (or would have asked the
             # user); what the agent did instead is unknown, so the replay goes on as the
             # log did, with the hook's reason added, and counts it.
-            self.modes[f"hook_{decision['permissionDecision']}"] += 1
+            self.modes[f"hook_{verdict['hook']['permission']}"] += 1
         observed, shell = shown or "(no output)", None
         if "shell" in self.routing and step.output and step.tool in SHELL_TOOLS \
                 and (client == "codex" or not step.is_error):
@@ -249,15 +250,14 @@ class OsirisSystem(ReplayBase):
                      "complete": observed == step.output}
         answer = self.engine.observe(
             self._session_task, "error" if step.is_error else "result", tool=step.tool,
-            args=step.args, result=observed, client_format=client,
-            client_event="PostToolUseFailure" if step.is_error and client != "codex"
-            else "PostToolUse", shell=shell)
+            args=step.args, result=observed, client=traits,
+            replaceable=not step.is_error or client == "codex", shell=shell)
         replaced = answer.get("replaced")
         if replaced is not None:
             shown = str(replaced["text"])
-            self.modes["routed_shell"] += 1
+            self.modes[f"routed_{replaced['output']}"] += 1
         item = ctx.add("output", shown, step.i)
-        self._hook_text(answer["client_output"], step, ctx)
+        self._hook_text(answer["hook"], step, ctx)
         self.modes["observed"] += 1
         return item
 
