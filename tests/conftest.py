@@ -56,6 +56,38 @@ ONE_AT_A_TIME = frozenset({
     "tests/harness/test_routing_real_clients.py"})
 
 
+# Suites that start OSIRIS's own processes for each test (MCP servers over HTTP, the
+# dashboard, the CLI, store owners killed and restarted): the full run (nox -s tests, CI)
+# runs them; the edit-test loop (nox -s fast) leaves them out, as it leaves out the
+# store modes other than the default, to stay within a minute and a half. It keeps the
+# hooks as installed (tests/clients/test_hooks.py, test_routing_hooks.py) and the MCP
+# protocol over stdio and HTTP (tests/server/test_protocol.py).
+FULL_RUN_ONLY = frozenset({
+    "tests/cli/test_bench_session.py", "tests/cli/test_health_audit.py",
+    "tests/cli/test_missing_home.py", "tests/cli/test_replay.py", "tests/cli/test_run.py",
+    "tests/clients/test_install.py", "tests/contracts/test_records.py",
+    "tests/dashboard/test_http.py", "tests/harness/test_model_server.py",
+    "tests/harness/test_real_clients.py", "tests/server/test_early.py",
+    "tests/server/test_error_bounds.py", "tests/server/test_errors.py",
+    "tests/server/test_http_security.py", "tests/server/test_http_sessions.py",
+    "tests/server/test_model_text.py", "tests/server/test_ownership.py",
+    "tests/server/test_recall_continuations.py", "tests/server/test_recall_scope.py",
+    "tests/server/test_surface.py", "tests/server/test_transports.py",
+    "tests/store/test_locking.py", "tests/store/test_owner.py",
+    "tests/store/test_owner_faults.py", "tests/store/test_private_home.py",
+    "tests/test_agent.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` (left out of ``nox -s fast``) the tests of :data:`FULL_RUN_ONLY` and
+    those on a store mode other than the default (:data:`STORE_MODES`)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.nodeid.split("::", 1)[0] in FULL_RUN_ONLY \
+                or params.get("store_mode", STORE_MODES[0]) != STORE_MODES[0]:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist's scope scheduling, with :data:`ONE_AT_A_TIME` as one scope and every other
