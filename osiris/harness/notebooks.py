@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 NOTEBOOKS = ("01_report_tables.ipynb", "02_prune_thresholds.ipynb", "03_cost_models.ipynb",
-             "04_traces.ipynb", "05_replay.ipynb")
+             "04_traces.ipynb", "05_replay.ipynb", "06_payoff.ipynb")
 HERE = Path(__file__).resolve().parents[2] / "notebooks"
 
 

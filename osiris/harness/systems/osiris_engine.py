@@ -229,7 +229,9 @@ class OsirisSystem(ReplayBase):
         PostToolUseFailure, which no hook can replace), Codex's record of the command
         (the whole output up to 64 KiB, head and tail beyond: :func:`codex_record`);
         an output over the threshold reaches the model as the preview and ref the hook
-        answers. Windows of large reads and re-read pointers need the files themselves,
+        answers; the payoff weighs it against the prompt as it stood at the last request,
+        which Claude Code's hook reads from the transcript (:meth:`_session_size`).
+        Windows of large reads and re-read pointers need the files themselves,
         which a replay does not have: not modelled (the real-client stage measures them)."""
         client = "codex" if self.profile.name == "codex" else "claude-code"
         traits = adapter(client).traits
@@ -251,7 +253,8 @@ class OsirisSystem(ReplayBase):
         answer = self.engine.observe(
             self._session_task, "error" if step.is_error else "result", tool=step.tool,
             args=step.args, result=observed, client=traits,
-            replaceable=not step.is_error or client == "codex", shell=shell)
+            replaceable=not step.is_error or client == "codex", shell=shell,
+            session=self._session_size(client, ctx))
         replaced = answer.get("replaced")
         if replaced is not None:
             shown = str(replaced["text"])
@@ -260,6 +263,14 @@ class OsirisSystem(ReplayBase):
         self._hook_text(answer["hook"], step, ctx)
         self.modes["observed"] += 1
         return item
+
+    @staticmethod
+    def _session_size(client: str, ctx: Context) -> dict[str, int] | None:
+        """What Claude Code's hook reads of the session (:mod:`osiris.clients.session_size`):
+        the last request's prompt, which the payoff weighs (Codex's hook reads none)."""
+        if client != "claude-code" or not ctx.prompt_tokens:
+            return None
+        return {"prompt_tokens": ctx.prompt_tokens[-1]}
 
     def after_output(self, step: Step, ctx: Context) -> None:
         if "evict" not in self.routing or not self.profile.evicts:
