@@ -24,17 +24,43 @@ a mid-size whole read    ``updatedToolOutput``: the  not shaped
                          keeps working)
 outputs routed by        the payoff (Anthropic's     size thresholds
                          cache, 167k compaction)
+a shell output, whole    ``persistedOutputPath``     the command's record in the
+                         past the hook's 30,000      rollout (``transcript_path``),
+                         characters                  with its exit status
+the prompt's size        the transcript's last       not read
+                         usage record
 =======================  ==========================  ===============================
+
+An adapter turns a finished call's hook input into one :class:`Observed` event (the
+output as fully as the client left it, whether it failed, may be replaced, and the
+session's size) and the engine's answers back into the client's JSON.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from osiris.clients.hook_input import PRE_EVENT, SESSION_EVENT, HookCall
+from osiris.clients import session_size, shell_output
+from osiris.clients.hook_input import PRE_EVENT, SESSION_EVENT, HookCall, response_text
 from osiris.core.hook_advice import OBJECTIONS, clip
 from osiris.errors import InvalidInputError
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A finished call as the engine's ``observe`` takes it, whatever the client: the
+    output as fully as the client left it, whether it failed, whether the hook may
+    replace it, what the client says of a shell call and of its session."""
+
+    text: str
+    failed: bool
+    replaceable: bool
+    shell: dict[str, Any] | None
+    """``{"exit_code": int | None, "complete": bool}`` for a shell call's output."""
+    session: dict[str, int] | None
+    """``{"prompt_tokens": int}``: the prompt of the client's last request."""
 
 
 class Adapter:
@@ -44,6 +70,27 @@ class Adapter:
     traits: ClassVar[dict[str, Any]]
     rewrites_input: ClassVar[bool]
     """Whether a PreToolUse answer may change the call's input without ``allow``."""
+
+    def observed(self, call: HookCall, max_bytes: int) -> Observed:
+        """The normalized event of a PostToolUse (or PostToolUseFailure) input."""
+        text, failed = response_text(call)
+        found = self.shell_output(call, max_bytes)
+        shell = None
+        if found is not None:
+            text, failed = found.text, failed or found.exit_code not in (0, None)
+            shell = {"exit_code": found.exit_code, "complete": found.complete}
+        prompt = self.prompt_tokens(call)
+        return Observed(text, failed, call.event == "PostToolUse", shell,
+                        None if prompt is None else {"prompt_tokens": prompt})
+
+    def shell_output(self, call: HookCall, max_bytes: int) -> shell_output.ShellOutput | None:
+        """A finished shell call's output as fully as the client left it (None: leave
+        the output alone)."""
+        raise NotImplementedError
+
+    def prompt_tokens(self, call: HookCall) -> int | None:
+        """The prompt of the client's last request, where the client says it."""
+        return None
 
     def before(self, answer: dict[str, Any], call: HookCall | None = None) -> dict[str, Any]:
         """The PreToolUse answer for a precheck answer (``{}``: nothing to say). With
@@ -107,6 +154,14 @@ class ClaudeCode(Adapter):
                                         "shapes_reads": True}
     rewrites_input = True
 
+    def shell_output(self, call: HookCall, max_bytes: int) -> shell_output.ShellOutput | None:
+        """The Bash response, or the file Claude Code persisted a long output to."""
+        return shell_output.claude_code(call, max_bytes)
+
+    def prompt_tokens(self, call: HookCall) -> int | None:
+        """From the last usage record of the session's transcript."""
+        return session_size.prompt_tokens(call)
+
     def replace_output(self, out: dict[str, Any], replaced: dict[str, Any],
                        response: Any) -> dict[str, Any]:
         """MCP: ``updatedMCPToolOutput``. Shell: ``updatedToolOutput``, which Claude Code
@@ -147,6 +202,10 @@ class Codex(Adapter):
     traits: ClassVar[dict[str, Any]] = {"name": name, "payoff": False, "status_line": True,
                                         "shapes_reads": False}
     rewrites_input = False
+
+    def shell_output(self, call: HookCall, max_bytes: int) -> shell_output.ShellOutput | None:
+        """The command's record in the session's rollout, with its exit status."""
+        return shell_output.codex(call, max_bytes)
 
     def replace_output(self, out: dict[str, Any], replaced: dict[str, Any],
                        response: Any) -> dict[str, Any]:

@@ -32,9 +32,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from osiris.clients import session_size, shell_output
 from osiris.clients.adapters import adapter, allow_with_warning, decision_json
-from osiris.clients.hook_input import HookCall, parse_hook_input, response_text
+from osiris.clients.hook_input import HookCall, parse_hook_input
 from osiris.config import Settings
 from osiris.errors import CommittedWithErrors, OsirisError
 
@@ -81,20 +80,13 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
     if call.own_tool:
         return {}
     speaks = adapter(client)
-    text, failed = response_text(call)
-    found = shell_output.find(call, client, engine.settings.max_payload_bytes)
-    shell = None
-    if found is not None:
-        text, failed = found.text, failed or found.exit_code not in (0, None)
-        shell = {"exit_code": found.exit_code, "complete": found.complete}
-    prompt = session_size.prompt_tokens(call) if client == CLIENT else None
-    answer = engine.observe(f"session:{call.session_id}", "error" if failed else "result",
-                            tool=call.tool, args=call.tool_input, result=text,
+    seen = speaks.observed(call, engine.settings.max_payload_bytes)
+    answer = engine.observe(f"session:{call.session_id}", "error" if seen.failed else "result",
+                            tool=call.tool, args=call.tool_input, result=seen.text,
                             actor=f"{client}:{call.session_id}", client=speaks.traits,
-                            replaceable=call.event == "PostToolUse", cwd=call.cwd,
+                            replaceable=seen.replaceable, cwd=call.cwd,
                             tool_use_id=call.tool_use_id, subagent=call.agent_id,
-                            principal=principal, shell=shell,
-                            session=None if prompt is None else {"prompt_tokens": prompt})
+                            principal=principal, shell=seen.shell, session=seen.session)
     return speaks.after(answer, call)
 
 

@@ -58,17 +58,16 @@ class ShellOutput:
     """Whether ``text`` is the whole output, not a cut the client made."""
 
 
-def find(call: HookCall, client: str, max_bytes: int) -> ShellOutput | None:
-    """The output of a finished shell call as fully as the client left it, or None when
-    OSIRIS should leave the call's output alone."""
-    if call.event != "PostToolUse" or call.tool not in SHELL_TOOLS:
+def finished(call: HookCall) -> bool:
+    """Whether ``call`` is a shell call that finished, whose output a hook may replace."""
+    return call.event == "PostToolUse" and call.tool in SHELL_TOOLS
+
+
+def claude_code(call: HookCall, max_bytes: int) -> ShellOutput | None:
+    """A finished Bash call's output as Claude Code left it (the persisted file when it
+    cut the hook's copy), or None when OSIRIS should leave the output alone."""
+    if not finished(call):
         return None
-    if client == "codex":
-        return _codex(call, max_bytes)
-    return _claude_code(call, max_bytes)
-
-
-def _claude_code(call: HookCall, max_bytes: int) -> ShellOutput | None:
     response = call.response
     if not isinstance(response, dict) or response.get("isImage"):
         return None
@@ -110,7 +109,11 @@ def _read_text(path: str, max_bytes: int) -> str | None:
         return None
 
 
-def _codex(call: HookCall, max_bytes: int) -> ShellOutput | None:
+def codex(call: HookCall, max_bytes: int) -> ShellOutput | None:
+    """A finished shell call's output and exit status from the record Codex wrote to its
+    rollout, or None when OSIRIS should leave the output alone."""
+    if not finished(call):
+        return None
     path, call_id = call.transcript_path, call.tool_use_id
     if not path or not call_id or not path.endswith(".jsonl"):
         return None
