@@ -31,11 +31,16 @@ import re
 from collections.abc import Callable, MutableMapping, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from osiris.config import Settings
 from osiris.core import routing
 from osiris.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from osiris.contracts.observe import ObserveDropped
+    from osiris.contracts.plan import PlanStart
+    from osiris.engine.interface import Facade
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +101,7 @@ class AgentSession:
     model recalls a ref (default: the ``osiris recall`` shell command)."""
 
     def __init__(self, objective: str, *, home: str | Path | None = None,
-                 settings: Settings | None = None, engine: Any = None,
+                 settings: Settings | None = None, engine: Facade | None = None,
                  recall_hint: RecallHint = shell_recall) -> None:
         if settings is None:
             settings = Settings.from_env()
@@ -107,11 +112,11 @@ class AgentSession:
 
             engine = open_engine(settings)
         self.settings = settings
-        self.engine = engine
+        self.engine: Facade = engine
         self.recall_hint = recall_hint
         self._routed = recall_hint("{ref}")  # the engine puts each ref in it
-        self.task_id: str = engine.plan("start", objective=objective[:500] or "agent loop",
-                                        announce=False)["task_id"]
+        self.task_id: str = cast("PlanStart", engine.plan(
+            "start", objective=objective[:500] or "agent loop", announce=False))["task_id"]
         self._advice: dict[str, int] = {}  # ref → tokens, from the newest observe
         self._dropped: set[str] = set()
 
@@ -143,9 +148,9 @@ class AgentSession:
         if args is None:
             args = {"command": command} if command is not None else {}
         try:
-            answer = self.engine.observe(self.task_id, "error" if failed else "result",
-                                         tool=tool, args=args, result=output or "(no output)",
-                                         usage=usage, routed=self._routed)
+            answer: dict[str, Any] = dict(self.engine.observe(
+                self.task_id, "error" if failed else "result", tool=tool, args=args,
+                result=output or "(no output)", usage=usage, routed=self._routed))
         except Exception as exc:  # the loop must go on, whatever failed
             problem = f"{type(exc).__name__}: {exc}"
             log.warning("osiris: this output enters the history unchanged: %s", problem)
@@ -170,11 +175,11 @@ class AgentSession:
         """The one line that stands in the history for a dropped output."""
         return routing.routed_stub(self.recall_hint(ref))
 
-    def drop(self, ref: str) -> dict[str, Any]:
+    def drop(self, ref: str) -> ObserveDropped:
         """Record that the loop took ``ref``'s output out of its history (the drop
         receipt: the saving it proves is in the answer's ``proven_saved_tokens``)."""
-        answer: dict[str, Any] = self.engine.observe(self.task_id, "dropped", result=ref,
-                                                     routed=self._routed)
+        answer = cast("ObserveDropped", self.engine.observe(self.task_id, "dropped",
+                                                            result=ref, routed=self._routed))
         self._dropped.add(ref)
         return answer
 

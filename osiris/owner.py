@@ -74,6 +74,7 @@ from typing import Any
 
 from osiris import owner_wire as wire
 from osiris.config import Settings, settings_from_wire
+from osiris.engine.interface import FACADE_METHODS
 from osiris.errors import (
     ConfigError,
     InvalidInputError,
@@ -86,10 +87,8 @@ from osiris.store.fsutil import PRIVATE_FILE, PRIVATE_UMASK, make_private_dirs
 
 log = logging.getLogger("osiris.owner")
 
-ENGINE_METHODS = frozenset({
-    "plan", "precheck", "observe", "recall", "checkpoint", "handoff", "operating_context",
-    "manifest_view", "status_view", "resume_view", "ref_bytes", "compacted",
-    "route_output", "instructions"})
+ENGINE_METHODS = FACADE_METHODS
+"""What a client may ask the owner's engine: the interface's methods, no other."""
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
 MAX_PARSED = 64
 """Distinct light-client environments whose settings are kept parsed."""

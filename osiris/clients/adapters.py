@@ -39,6 +39,7 @@ session's size) and the engine's answers back into the client's JSON.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -92,7 +93,7 @@ class Adapter:
         """The prompt of the client's last request, where the client says it."""
         return None
 
-    def before(self, answer: dict[str, Any], call: HookCall | None = None) -> dict[str, Any]:
+    def before(self, answer: Mapping[str, Any], call: HookCall | None = None) -> dict[str, Any]:
         """The PreToolUse answer for a precheck answer (``{}``: nothing to say). With
         ``call`` (the raw input the client sent, not the scrubbed one the engine saw), a
         large ``Read`` is rewritten to its window where the client allows it."""
@@ -110,7 +111,7 @@ class Adapter:
                                    "limit": int(route["limit"])}
         return {"hookSpecificOutput": out} if len(out) > 1 else {}
 
-    def after(self, answer: dict[str, Any], call: HookCall) -> dict[str, Any]:
+    def after(self, answer: Mapping[str, Any], call: HookCall) -> dict[str, Any]:
         """The PostToolUse (or PostToolUseFailure) answer for an observe answer."""
         advice = answer.get("hook") or {}
         out: dict[str, Any] = {"hookEventName": call.event}
@@ -125,7 +126,7 @@ class Adapter:
             self.replace_read(out, shaped, call.response)
         return {**doc, "hookSpecificOutput": out} if len(out) > 1 else doc
 
-    def session_start(self, answer: dict[str, Any]) -> dict[str, Any]:
+    def session_start(self, answer: Mapping[str, Any]) -> dict[str, Any]:
         """SessionStart's answer after a compaction: the advice's context (the manifest
         and the live refs) in front of the model."""
         context = (answer.get("hook") or {}).get("context")

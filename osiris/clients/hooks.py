@@ -38,7 +38,7 @@ from osiris.config import Settings
 from osiris.errors import CommittedWithErrors, OsirisError
 
 if TYPE_CHECKING:
-    from osiris.engine import Engine
+    from osiris.engine.interface import Facade
 
 log = logging.getLogger(__name__)
 CLIENT = "claude-code"
@@ -58,7 +58,7 @@ class HookOutcome:
     """The line written to stderr (the hook process writes it when the owner ran it)."""
 
 
-def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
+def pre_tool_use(engine: Facade, call: HookCall, client: str = CLIENT,
                  principal: str | None = None) -> dict[str, Any]:
     """Precheck the intended call; the client's decision for it, with its rewrite.
     ``principal``: who delivered the hook (an HTTP bearer token's name; None: the local
@@ -73,7 +73,7 @@ def pre_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
     return speaks.before(answer, call)
 
 
-def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
+def post_tool_use(engine: Facade, call: HookCall, client: str = CLIENT,
                   principal: str | None = None) -> dict[str, Any]:
     """Observe the call's result or error; what the agent should hear about it, and, for
     a large output, the preview and ref the model is shown instead."""
@@ -90,7 +90,7 @@ def post_tool_use(engine: Engine, call: HookCall, client: str = CLIENT,
     return speaks.after(answer, call)
 
 
-def session_start(engine: Engine, call: HookCall, client: str = CLIENT,
+def session_start(engine: Facade, call: HookCall, client: str = CLIENT,
                   principal: str | None = None) -> dict[str, Any]:
     """After a compaction: the manifest and the live refs, back in front of the model."""
     if call.source != "compact":
@@ -107,7 +107,7 @@ HANDLERS = {"pre-tool-use": pre_tool_use, "post-tool-use": post_tool_use,
 
 
 def run_hook(settings: Settings, event: str, raw: bytes, client: str = CLIENT, *,
-             engine: Engine | None = None, principal: str | None = None) -> HookOutcome:
+             engine: Facade | None = None, principal: str | None = None) -> HookOutcome:
     """Handle one hook invocation; never raises and never blocks because of OSIRIS.
     ``engine``: the store owner's (else one is opened in this process for the call);
     ``principal``: as for :func:`pre_tool_use`."""

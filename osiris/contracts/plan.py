@@ -249,7 +249,8 @@ class ContextActive(TypedDict):
     """Problems found in it."""
 
 
+ContextAnswer = ContextSection | ContextSectionMissing | ContextInactive | ContextActive
+"""Every answer of ``plan(mode="context")`` (the operating context, read-only)."""
 PlanAnswer = (PlanStart | PlanUpdate | PlanResume | PlanStatus | PlanMemoryWritten
-              | PlanMemoryFound | ContextSection | ContextSectionMissing | ContextInactive
-              | ContextActive)
+              | PlanMemoryFound | ContextAnswer)
 """Every answer of ``plan``."""

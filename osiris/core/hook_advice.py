@@ -28,6 +28,7 @@ advice after a call never carries prune advice (the client owns its history).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from osiris.errors import InvalidInputError
@@ -124,7 +125,7 @@ def after_call(answer: dict[str, Any], note: str | None = None) -> dict[str, str
     return {"context": clip(" ".join(notes))} if notes else {}
 
 
-def objects(advice: dict[str, str]) -> bool:
+def objects(advice: Mapping[str, Any]) -> bool:
     """Whether the advice denies the call or asks the user."""
     return advice.get("permission") in OBJECTIONS
 
@@ -141,6 +142,6 @@ def pointer(advice: dict[str, str], reason: str) -> dict[str, str]:
     return {**advice, "permission": "deny", "reason": reason}
 
 
-def shown(advice: dict[str, str]) -> str:
+def shown(advice: Mapping[str, Any]) -> str:
     """What of the advice reaches the model: its reason and its context."""
     return "\n".join(advice[k] for k in ("reason", "context") if advice.get(k))

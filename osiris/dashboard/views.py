@@ -70,7 +70,12 @@ class Views:
         # A live home is read through its store owner (agents keep writing meanwhile);
         # with OSIRIS_STORE_OWNER=off, by opening the file for each read.
         self.engine = open_engine(settings)
-        self.store: Any = ReadStore(settings) if settings.store_owner else self.engine.store
+        self.store: Any = ReadStore(settings) if settings.store_owner else None
+        if self.store is None:
+            from osiris.engine import Engine
+
+            assert isinstance(self.engine, Engine)  # open_engine's, without an owner
+            self.store = self.engine.store
         self.queries = Queries(self.store)
         self.reports = reports
         self._audits: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()

@@ -15,9 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from osiris.config import Settings
+from osiris.contracts.checkpoint import CheckpointAnswer
+from osiris.contracts.handoff import HandoffAnswer
+from osiris.contracts.observe import ObserveAnswer
+from osiris.contracts.plan import ContextAnswer, PlanAnswer
+from osiris.contracts.precheck import PrecheckResult
+from osiris.contracts.recall import RecallAnswer
+from osiris.contracts.views import Compacted, ManifestView, ResumeView, RoutedOutput, StatusView
 from osiris.core import hook_advice
 from osiris.core import routing as routing_core
 from osiris.core.budget import budget_state
@@ -109,7 +116,7 @@ class Engine:
              project_id: str | None = None, budget: dict[str, Any] | None = None,
              flags: dict[str, bool] | None = None, section: str | None = None,
              memory: Any = None, announce: bool = True, actor: str | None = None,
-             principal: str | None = None) -> dict[str, Any]:
+             principal: str | None = None) -> PlanAnswer:
         """Start, update, resume or report on a task; returns the sealed manifest."""
         if mode not in PLAN_MODES:
             raise InvalidInputError(f"unknown plan mode {mode!r}: use one of "
@@ -141,7 +148,7 @@ class Engine:
                 else:
                     answer = planning.plan_status(self.ctx, tx, task_id=task)
             account_answer(self.ctx, tx, answer["task_id"], f"plan.{mode}", answer)
-        return answer
+        return cast(PlanAnswer, answer)
 
     def _memory(self, tx: Tx, task_id: str, request: Any, project_id: Any,
                 agent_id: str | None) -> dict[str, Any]:
@@ -165,7 +172,7 @@ class Engine:
 
     def handoff(self, mode: str, *, task_id: str | None = None, handoff_id: str | None = None,
                 contract: Any = None, result: Any = None, agent_id: str | None = None,
-                actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+                actor: str | None = None, principal: str | None = None) -> HandoffAnswer:
         """create, accept, complete or status of a delegation contract."""
         if mode not in handoffs.HANDOFF_MODES:
             raise InvalidInputError(f"unknown handoff mode {mode!r}: use one of "
@@ -189,26 +196,26 @@ class Engine:
                     answer = handoffs.status(self.ctx, tx, handoff_id=handoff_id)
             account_answer(self.ctx, tx, answer.get("task_id") or answer.get("parent_task_id"),
                            f"handoff.{mode}", answer)
-        return answer
+        return cast(HandoffAnswer, answer)
 
     def instructions(self) -> str:
         """The MCP server's instructions: the operating context's doctrine."""
         context, _ = self.ctx.operating.load()
         return instructions_text(context)
 
-    def operating_context(self, section: str | None = None) -> dict[str, Any]:
+    def operating_context(self, section: str | None = None) -> ContextAnswer:
         """The operating context, read-only (``plan(mode="context")``, ``osiris://context``)."""
         if section is not None and not isinstance(section, str):
             raise InvalidInputError("section must be the name of a doctrine section")
         context, problems = self.ctx.operating.load()
-        return context_view(context, section, problems)
+        return cast(ContextAnswer, context_view(context, section, problems))
 
     # -- precheck ----------------------------------------------------------------------
 
     def precheck(self, task_id: str, tool: str, *, args: dict[str, Any] | None = None,
                  path: str | None = None, confirmed: bool = False, actor: str | None = None,
                  principal: str | None = None, client: dict[str, Any] | None = None,
-                 cwd: str | None = None, subagent: str | None = None) -> dict[str, Any]:
+                 cwd: str | None = None, subagent: str | None = None) -> PrecheckResult:
         """allow, warn, suggest_alternative, require_approval or block an intended action.
 
         ``client``: asked by a client hook, whose adapter gives the client's traits
@@ -240,7 +247,7 @@ class Engine:
                 if route:
                     answer["route"] = route
             account_answer(self.ctx, tx, answer["task_id"], "precheck", answer, shown)
-        return answer
+        return cast(PrecheckResult, answer)
 
     def _first_sight(self, task_id: str, created: bool) -> str | None:
         """The note a hook adds when OSIRIS starts a task for a client's session: none on
@@ -323,7 +330,7 @@ class Engine:
                 "tokens": stored["tokens"], "complete": complete}
 
     def compacted(self, task_id: str, *, client: dict[str, Any], actor: str | None = None,
-                  cwd: str | None = None, principal: str | None = None) -> dict[str, Any]:
+                  cwd: str | None = None, principal: str | None = None) -> Compacted:
         """The client compacted its history: journal it, restart LoopGuard's window (what
         it counted left the prompt), and answer with the manifest and the live refs as
         the hook's advice (``client``: as for :meth:`precheck`)."""
@@ -349,21 +356,22 @@ class Engine:
             answer = {"task_id": task_id, "refs": len(refs), "hook": advice}
             account_answer(self.ctx, tx, task_id, "compacted", answer,
                            hook_advice.shown(advice))
-        return answer
+        return cast(Compacted, answer)
 
     def route_output(self, task_id: str, text: str, *, tool: str, args: dict[str, Any],
                      failed: bool, cwd: str | None = None, client: str = "client",
-                     threshold: int | None = None) -> dict[str, Any] | None:
+                     threshold: int | None = None) -> RoutedOutput | None:
         """``osiris run``: store a command's whole output and return the preview that
         stands in for it (None when it is small enough to show as is)."""
         with self.store.transaction(f"{client}:run") as tx:
             task_id, _ = client_sessions.resolve_task(self.ctx, tx, task_id, None,
                                                       client=client, cwd=cwd)
             config = routing_ops.config_of(self.ctx, tx)
-            return routing_ops.store_output(self.ctx, tx, task_id, text, tool=tool,
-                                            args=args, failed=failed, config=config,
-                                            threshold=threshold or
-                                            config.shell_preview_tokens)
+            routed = routing_ops.store_output(self.ctx, tx, task_id, text, tool=tool,
+                                              args=args, failed=failed, config=config,
+                                              threshold=threshold or
+                                              config.shell_preview_tokens)
+        return None if routed is None else cast(RoutedOutput, routed)
 
     # -- observe -----------------------------------------------------------------------
 
@@ -377,7 +385,7 @@ class Engine:
                 prepared: PayloadWork | None = None,
                 routed: str | None = None,
                 shell: dict[str, Any] | None = None,
-                session: dict[str, Any] | None = None) -> dict[str, Any]:
+                session: dict[str, Any] | None = None) -> ObserveAnswer:
         """Record what happened this turn; check the SEAL; store provider usage.
 
         ``routed``: a loop that owns its history (:mod:`osiris.agent`) puts the answer's
@@ -435,7 +443,7 @@ class Engine:
             if routed is not None:
                 shown = ""  # the model reads answer["shown"] (booked) or the output
             account_answer(self.ctx, tx, task_id, f"observe.{kind}", answer, shown)
-        return answer
+        return cast(ObserveAnswer, answer)
 
     def _advise_after(self, tx: Tx, task_id: str, created: bool, answer: dict[str, Any],
                       client: dict[str, Any], kind: str, tool: str | None, args: Any,
@@ -477,7 +485,7 @@ class Engine:
                context: int | None = None, fields: list[str] | None = None,
                where: Any = None, max_tokens: int | None = None, ignore_case: bool = False,
                language: str | None = None, task_id: str | None = None,
-               actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+               actor: str | None = None, principal: str | None = None) -> RecallAnswer:
         """Expand a ref server-side: only what was asked for enters the context.
 
         The caller reads only a ref of its own principal (:func:`check_ref_visible`: no
@@ -502,13 +510,13 @@ class Engine:
             journal(tx, "recall", {"ref": ref, "op": op, "tokens": answer["tokens"],
                                    "truncated": answer["truncated"]}, task_id=task)
             account_answer(self.ctx, tx, task, f"recall.{op}", answer)
-        return answer
+        return cast(RecallAnswer, answer)
 
     # -- checkpoint --------------------------------------------------------------------
 
     def checkpoint(self, task_id: str, mode: str, *, checkpoint_id: str | None = None,
                    item: int = 0, offset: int = 0, max_tokens: int | None = None,
-                   actor: str | None = None, principal: str | None = None) -> dict[str, Any]:
+                   actor: str | None = None, principal: str | None = None) -> CheckpointAnswer:
         """Snapshot, resume, report, compact, trim, clear or restore."""
         with self.store.transaction(actor or principal or "agent") as tx:
             authorize(tx.con, check_task_id(task_id), principal)
@@ -516,7 +524,7 @@ class Engine:
                                             checkpoint_id=checkpoint_id, item=item,
                                             offset=offset, max_tokens=max_tokens)
             account_answer(self.ctx, tx, answer["task_id"], f"checkpoint.{mode}", answer)
-        return answer
+        return cast(CheckpointAnswer, answer)
 
     # -- read-only views (MCP resources, the resume prompt) ----------------------------
 
@@ -529,20 +537,21 @@ class Engine:
             return derived_counts(con, TaskState.from_dict(json.loads(row[0])),
                                   self.ctx.cost_model)
 
-    def manifest_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+    def manifest_view(self, task_id: str, principal: str | None = None) -> ManifestView:
         """The task's manifest, zone hashes, drift state and objective (no side effects)."""
         state = self._read_state(task_id, principal)
         zones = compute_zones(state)
-        return {"task_id": state.task_id, "objective": state.objective,
+        view = {"task_id": state.task_id, "objective": state.objective,
                 "manifest": render_manifest(state, self.ctx.counter), "seal": zones.seal,
                 "drift": state.drift,
                 "zones": {"head": zones.head, "zone_b": zones.zone_b, "tail": zones.tail,
                           "prefix": zones.prefix, "zone_a": zones.zone_a}}
+        return cast(ManifestView, view)
 
-    def status_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+    def status_view(self, task_id: str, principal: str | None = None) -> StatusView:
         """Live context pressure and budget (no side effects)."""
         state = self._read_state(task_id, principal)
-        return {"task_id": state.task_id,
+        view = {"task_id": state.task_id,
                 "pressure": planning.pressure_of(self.ctx, state).as_dict(),
                 "budget": {"state": budget_state(state.budget),
                            "tokens_consumed": state.budget.tokens_consumed,
@@ -550,16 +559,18 @@ class Engine:
                            "cost_consumed_usd": state.budget.cost_consumed_usd,
                            "cost_limit_usd": state.budget.cost_limit_usd},
                 "plan": planning.plan_view(state)}
+        return cast(StatusView, view)
 
-    def resume_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
+    def resume_view(self, task_id: str, principal: str | None = None) -> ResumeView:
         """Everything an agent needs to recover after a crash, from the store alone."""
         state = self._read_state(task_id, principal)
-        return {"task_id": state.task_id, "objective": escape_controls(state.objective),
+        view = {"task_id": state.task_id, "objective": escape_controls(state.objective),
                 "manifest": render_manifest(state, self.ctx.counter),
                 "constraints": [escape_controls(i.text) for i in state.constraints],
                 "decisions": [escape_controls(i.text) for i in state.decisions],
                 "plan": planning.plan_view(state), "lessons": list(state.lessons),
                 "files": [f.path for f in state.files], "flags": dict(state.flags)}
+        return cast(ResumeView, view)
 
     def ref_bytes(self, ref: str, principal: str | None = None) -> tuple[bytes, str]:
         """Raw verified bytes of a ref and its media type."""
@@ -585,3 +596,10 @@ def _checked_session(session: Any) -> dict[str, Any] | None:
 
 
 SESSION_KEYS = frozenset({"prompt_tokens", "compaction_at_tokens"})
+
+
+if TYPE_CHECKING:
+    from osiris.engine.interface import Facade
+
+    def _implements_the_interface(engine: Engine) -> Facade:
+        return engine  # mypy checks here that Engine is a Facade

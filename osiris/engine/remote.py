@@ -27,7 +27,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from osiris.config import Settings, settings_to_wire
 from osiris.errors import OsirisError
@@ -39,6 +39,22 @@ from osiris.owner_wire import (
     start_owner,
     try_connect,
 )
+
+if TYPE_CHECKING:
+    from osiris.contracts.checkpoint import CheckpointAnswer
+    from osiris.contracts.handoff import HandoffAnswer
+    from osiris.contracts.observe import ObserveAnswer
+    from osiris.contracts.plan import ContextAnswer, PlanAnswer
+    from osiris.contracts.precheck import PrecheckResult
+    from osiris.contracts.recall import RecallAnswer
+    from osiris.contracts.views import (
+        Compacted,
+        ManifestView,
+        ResumeView,
+        RoutedOutput,
+        StatusView,
+    )
+    from osiris.engine.interface import Facade
 
 log = logging.getLogger(__name__)
 
@@ -106,26 +122,27 @@ class RemoteEngine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # The facade's methods (osiris.engine.Engine documents each one).
+    # The facade's methods (osiris.engine.interface.Facade; osiris.engine.Engine documents
+    # each one).
 
-    def plan(self, mode: str, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("plan", mode, **kwargs))
+    def plan(self, mode: str, **kwargs: Any) -> PlanAnswer:
+        return cast("PlanAnswer", dict(self._call("plan", mode, **kwargs)))
 
-    def precheck(self, task_id: str, tool: str, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("precheck", task_id, tool, **kwargs))
+    def precheck(self, task_id: str, tool: str, **kwargs: Any) -> PrecheckResult:
+        return cast("PrecheckResult", dict(self._call("precheck", task_id, tool, **kwargs)))
 
-    def observe(self, task_id: str, kind: str, **kwargs: Any) -> dict[str, Any]:
+    def observe(self, task_id: str, kind: str, **kwargs: Any) -> ObserveAnswer:
         """The owner's observe; a payload's CPU work (scrub, count, preview) done here
         first and handed over with the scrubbed text (:mod:`osiris.core.payload_work`):
         this process's time, not the owner's, which every agent of the home shares."""
         handed = self._payload_work(kind, kwargs)
         if handed is None:
-            return dict(self._call("observe", task_id, kind, **kwargs))
+            return cast("ObserveAnswer", dict(self._call("observe", task_id, kind, **kwargs)))
         text, work = handed
         result, _ = self._request({"op": "call", "method": "observe",
                                    "args": [task_id, kind],
                                    "kwargs": {**kwargs, "result": text}, "prepared": work})
-        return dict(result)
+        return cast("ObserveAnswer", dict(result))
 
     def _payload_work(self, kind: str, kwargs: dict[str, Any],
                       ) -> tuple[str, dict[str, Any]] | None:
@@ -151,17 +168,17 @@ class RemoteEngine:
         return work.scrubbed.text, payload_work.to_wire(work, __version__,
                                                         default_counter().encoding_name)
 
-    def recall(self, ref: str, op: str = "head", **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("recall", ref, op, **kwargs))
+    def recall(self, ref: str, op: str = "head", **kwargs: Any) -> RecallAnswer:
+        return cast("RecallAnswer", dict(self._call("recall", ref, op, **kwargs)))
 
-    def checkpoint(self, task_id: str, mode: str, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("checkpoint", task_id, mode, **kwargs))
+    def checkpoint(self, task_id: str, mode: str, **kwargs: Any) -> CheckpointAnswer:
+        return cast("CheckpointAnswer", dict(self._call("checkpoint", task_id, mode, **kwargs)))
 
-    def handoff(self, mode: str, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("handoff", mode, **kwargs))
+    def handoff(self, mode: str, **kwargs: Any) -> HandoffAnswer:
+        return cast("HandoffAnswer", dict(self._call("handoff", mode, **kwargs)))
 
-    def compacted(self, task_id: str, **kwargs: Any) -> dict[str, Any]:
-        return dict(self._call("compacted", task_id, **kwargs))
+    def compacted(self, task_id: str, **kwargs: Any) -> Compacted:
+        return cast("Compacted", dict(self._call("compacted", task_id, **kwargs)))
 
     def hook(self, client: str, event: str, raw: str, principal: str | None = None,
              ) -> dict[str, Any]:
@@ -172,29 +189,29 @@ class RemoteEngine:
                                   timeout_s=self.settings.hook_timeout_s)
         return dict(result)
 
-    def route_output(self, task_id: str, text: str, **kwargs: Any) -> dict[str, Any] | None:
+    def route_output(self, task_id: str, text: str, **kwargs: Any) -> RoutedOutput | None:
         """``osiris run``'s: bounded as a hook is (the command has run; its output must
         not wait on a stuck owner), plus time for the size of the output."""
         bound = self.settings.hook_timeout_s + len(text) / ROUTED_BYTES_PER_S
         answer, _ = self._request({"op": "call", "method": "route_output",
                                    "args": [task_id, text], "kwargs": kwargs},
                                   timeout_s=bound)
-        return None if answer is None else dict(answer)
+        return None if answer is None else cast("RoutedOutput", dict(answer))
 
-    def operating_context(self, section: str | None = None) -> dict[str, Any]:
-        return dict(self._call("operating_context", section))
+    def operating_context(self, section: str | None = None) -> ContextAnswer:
+        return cast("ContextAnswer", dict(self._call("operating_context", section)))
 
     def instructions(self) -> str:
         return str(self._call("instructions"))
 
-    def manifest_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
-        return dict(self._call("manifest_view", task_id, principal))
+    def manifest_view(self, task_id: str, principal: str | None = None) -> ManifestView:
+        return cast("ManifestView", dict(self._call("manifest_view", task_id, principal)))
 
-    def status_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
-        return dict(self._call("status_view", task_id, principal))
+    def status_view(self, task_id: str, principal: str | None = None) -> StatusView:
+        return cast("StatusView", dict(self._call("status_view", task_id, principal)))
 
-    def resume_view(self, task_id: str, principal: str | None = None) -> dict[str, Any]:
-        return dict(self._call("resume_view", task_id, principal))
+    def resume_view(self, task_id: str, principal: str | None = None) -> ResumeView:
+        return cast("ResumeView", dict(self._call("resume_view", task_id, principal)))
 
     def ref_bytes(self, ref: str, principal: str | None = None) -> tuple[bytes, str]:
         result, data = self._request(
@@ -353,7 +370,12 @@ def query(home: str | Path, sql: str, params: list[Any] | dict[str, Any] | None 
     return pa.ipc.open_stream(data).read_all()
 
 
-def open_engine(settings: Settings) -> Any:
+if TYPE_CHECKING:
+    def _implements_the_interface(engine: RemoteEngine) -> Facade:
+        return engine  # mypy checks here that RemoteEngine is a Facade
+
+
+def open_engine(settings: Settings) -> Facade:
     """The engine a serving process should use: the home's store owner's
     (:class:`osiris.engine.remote.RemoteEngine`) when ``OSIRIS_STORE_OWNER`` is on (the
     default), else an :class:`Engine` that opens the database for each call."""

@@ -11,6 +11,7 @@ exact bytes are the ref's, through the ``osiris://ref/{ref}`` resource.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from osiris.core.display import escape_controls, escape_controls_json
@@ -128,10 +129,10 @@ _RENDERERS = {"plan": _plan, "precheck": _precheck, "observe": _observe, "recall
               "checkpoint": _checkpoint}
 
 
-def text_of(tool: str, answer: dict[str, Any]) -> str:
+def text_of(tool: str, answer: Mapping[str, Any]) -> str:
     """The text a model reads for ``answer`` of ``tool``."""
-    render = _RENDERERS.get(tool)
-    text = "\n".join(render(answer)) if render else _compact(answer)
+    render, found = _RENDERERS.get(tool), dict(answer)
+    text = "\n".join(render(found)) if render else _compact(found)
     return escape_controls(text)
 
 

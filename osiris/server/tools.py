@@ -38,7 +38,7 @@ from osiris.server.definitions import DISPATCH, HOOK, TOOLS, ToolDef
 from osiris.server.definitions import listed as listed_tools
 
 if TYPE_CHECKING:
-    from osiris.engine import Engine
+    from osiris.engine.interface import Facade
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,16 +51,16 @@ class EngineGate:
     """The one way to the engine: tools, resources, the prompt and hooks all call it
     here, one at a time (requests are served concurrently, in worker threads)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Facade) -> None:
         self._engine = engine
         self._lock = threading.Lock()
 
-    def run(self, fn: Callable[[Engine], T]) -> T:
+    def run(self, fn: Callable[[Facade], T]) -> T:
         """Call ``fn(engine)`` alone."""
         with self._lock:
             return fn(self._engine)
 
-    async def call(self, fn: Callable[[Engine], T]) -> T:
+    async def call(self, fn: Callable[[Facade], T]) -> T:
         """:meth:`run` in a worker thread (the event loop keeps serving)."""
         return await anyio.to_thread.run_sync(self.run, fn)
 
@@ -112,19 +112,20 @@ def error_result(exc: Exception, *, committed: bool = False) -> CallToolResult:
                           structured_content={"error": code, "message": text})
 
 
-def ok_result(tool: str, answer: dict[str, Any]) -> CallToolResult:
+def ok_result(tool: str, found: Mapping[str, Any]) -> CallToolResult:
     """Short text plus the structured answer."""
+    answer = dict(found)
     return CallToolResult(content=[TextContent(type="text", text=answers.text_of(tool, answer))],
                           structured_content=answers.model_facing(answer))
 
 
-def hook_result(precheck: Callable[[], dict[str, Any]],
+def hook_result(precheck: Callable[[], Mapping[str, Any]],
                 client: adapters.Adapter) -> CallToolResult:
     """``precheck(format="claude-code")``: the PreToolUse decision as the text (what an
     ``mcp_tool`` hook parses), the precheck answer as structured content. A failure
     leaves the user's tool alone: no decision, a warning for the user."""
     try:
-        answer = precheck()
+        answer: dict[str, Any] = dict(precheck())
         doc = client.before(answer)
         answer.pop("hook", None)
     except Exception as exc:
@@ -174,8 +175,8 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return bounded_text(message, 200)
 
 
-def _call_engine(engine: Engine, key: str, args: dict[str, Any],
-                 principal: str | None) -> dict[str, Any]:
+def _call_engine(engine: Facade, key: str, args: dict[str, Any],
+                 principal: str | None) -> Mapping[str, Any]:
     """Route validated arguments to the engine operation ``key``."""
     a = {k: v for k, v in args.items() if v is not None}
     if key == "plan":

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from osiris.config import Settings
+from osiris.contracts.plan import PlanStart
 from osiris.engine import Engine
 from osiris.harness.importers.traces import Trace, find_traces, load_trace
 from osiris.harness.systems.osiris_engine import loopguard_flag
@@ -33,7 +34,7 @@ class ReplayFlags:
 
 def replay_trace(engine: Engine, trace: Trace, name: str) -> ReplayFlags:
     """Precheck then observe every call of ``trace`` in a fresh task."""
-    task_id = engine.plan("start", objective=f"replay {name}")["task_id"]
+    task_id = cast(PlanStart, engine.plan("start", objective=f"replay {name}"))["task_id"]
     out = ReplayFlags(name, trace.format, trace.meta.get("end_state"), len(trace.steps))
     for step in trace.steps:
         verdict = engine.precheck(task_id, step.tool, args=step.args)

@@ -19,9 +19,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from osiris.config import Settings
+from osiris.contracts.observe import ObserveStored
+from osiris.contracts.plan import PlanStart
 from osiris.engine import open_engine
 from osiris.errors import OsirisError
 from osiris.owner_wire import LOCK_NAME, OwnerClient, socket_path, try_connect
@@ -34,8 +36,8 @@ def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None
     task_id = None
     while task_id is None:
         try:
-            task_id = engine.plan("start", objective=f"owner load {name}",
-                                  steps=["observe"], announce=False)["task_id"]
+            task_id = cast(PlanStart, engine.plan("start", objective=f"owner load {name}",
+                                                  steps=["observe"], announce=False))["task_id"]
         except OsirisError:
             engine.close()
             time.sleep(0.01)
@@ -45,8 +47,9 @@ def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None
             max(size // 20, 1)
         started = time.perf_counter()
         try:
-            answer = engine.observe(task_id, "result", tool="Bash",
-                                    args={"command": f"echo {name} {i}"}, result=text)
+            answer = cast(ObserveStored, engine.observe(
+                task_id, "result", tool="Bash", args={"command": f"echo {name} {i}"},
+                result=text))
         except OsirisError as exc:
             engine.close()  # the next call reconnects (and starts an owner if needed)
             _emit({"lost": i, "error": exc.code, "at": time.time()})

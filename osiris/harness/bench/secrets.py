@@ -9,11 +9,13 @@ import re
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from osiris.config import Settings
+from osiris.contracts.handoff import HandoffAccepted, HandoffCreated
+from osiris.contracts.plan import PlanStart
 from osiris.core.hashing import canonical_json
 from osiris.core.redaction import default_rules, scrub
 from osiris.engine import Engine
@@ -95,32 +97,33 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.+/=:-]+")
 
 # Each agent-supplied field, exercised through the engine facade with its own planted
 # secret (a value the rules catch on its own, so every field is tested alike).
-_Op = Callable[[Engine, dict[str, str], str], dict[str, Any]]
+_Op = Callable[[Engine, dict[str, str], str], Mapping[str, Any]]
 
 
 def _field_ops() -> list[tuple[str, _Op]]:
     def start(field_name: str) -> _Op:
-        def op(e: Engine, ids: dict[str, str], secret: str) -> dict[str, Any]:
+        def op(e: Engine, ids: dict[str, str], secret: str) -> Mapping[str, Any]:
             values: dict[str, Any] = {"objective": "rotate keys", "steps": ["a"],
                                       "constraints": [], "decisions": [], "agent_id": "a"}
             values[field_name] = [secret] if isinstance(values[field_name], list) else \
                 f"x {secret}"
-            answer = e.plan("start", **values)
+            answer = cast(PlanStart, e.plan("start", **values))
             ids.setdefault("task", answer["task_id"])
             return answer
         return op
 
     def update(field_name: str) -> _Op:
-        def op(e: Engine, ids: dict[str, str], secret: str) -> dict[str, Any]:
+        def op(e: Engine, ids: dict[str, str], secret: str) -> Mapping[str, Any]:
             values: dict[str, Any] = {field_name: [f"note {secret}"]}
             return e.plan("update", task_id=ids["task"], **values)
         return op
 
-    def handoff_contract(e: Engine, ids: dict[str, str], s: str) -> dict[str, Any]:
-        answer = e.handoff("create", task_id=ids["task"], contract={
-            "objective": f"check {s}", "constraints": [f"not {s}"]})
+    def handoff_contract(e: Engine, ids: dict[str, str], s: str) -> Mapping[str, Any]:
+        answer = cast(HandoffCreated, e.handoff("create", task_id=ids["task"], contract={
+            "objective": f"check {s}", "constraints": [f"not {s}"]}))
         ids["handoff"] = answer["handoff_id"]
-        ids["child"] = e.handoff("accept", handoff_id=answer["handoff_id"])["task_id"]
+        ids["child"] = cast(HandoffAccepted, e.handoff(
+            "accept", handoff_id=answer["handoff_id"]))["task_id"]
         return answer
 
     return [

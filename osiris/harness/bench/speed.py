@@ -9,9 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from osiris.config import Settings
+from osiris.contracts.checkpoint import CheckpointSnapshot
+from osiris.contracts.observe import ObserveStored
+from osiris.contracts.plan import PlanStart
 from osiris.harness.bench.context import BenchContext, StageResult
 from osiris.harness.bench.store_load import run_load
 from osiris.harness.importers.traces import real_text
@@ -93,10 +96,10 @@ def stage_engine(ctx: BenchContext) -> StageResult:
     engine = Engine(Settings(home=ctx.workdir / "engine-home"), exclusive=True)
     n = 10 if ctx.quick else 60
     ctx.say(f"engine: {n} plan starts (manifest size), sustained observes both ways")
-    manifest_tokens = [engine.plan(
+    manifest_tokens = [cast(PlanStart, engine.plan(
         "start", objective=f"benchmark task {i}: fix the flaky integration test",
         steps=["reproduce", "find cause", "fix", "test"], active_step=1,
-        constraints=["no new dependencies"], decisions=["patch in place"])["manifest_tokens"]
+        constraints=["no new dependencies"], decisions=["patch in place"]))["manifest_tokens"]
         for i in range(n)]
     engine.close()
     sustained_n = 60 if ctx.quick else 400
@@ -104,7 +107,7 @@ def stage_engine(ctx: BenchContext) -> StageResult:
     for mode in ("before", "after"):  # after: the owner's configuration (held open)
         fresh = Engine(Settings(home=ctx.workdir / f"growth-home-{mode}"),
                        exclusive=mode == "after")
-        task = fresh.plan("start", objective="growth")["task_id"]
+        task = cast(PlanStart, fresh.plan("start", objective="growth"))["task_id"]
         with fresh.store.read() as con:
             events_before = fetch_row(con, "SELECT count(*) FROM events")[0]
         used_before, file_before = _db_bytes(fresh.store.db)
@@ -172,25 +175,27 @@ def stage_payloads(ctx: BenchContext) -> StageResult:
     base_10mb = real_text(traces, 10 << 20)
     rounds = 3 if ctx.quick else 10
     ctx.say(f"payloads: {rounds} x observe of a 1 MB payload, {rounds} x grep over 10 MB")
-    tid = engine.plan("start", objective="payload speed")["task_id"]
+    tid = cast(PlanStart, engine.plan("start", objective="payload speed"))["task_id"]
     observe_1mb = []
     for i in range(rounds):  # a distinct payload each time: no dedup shortcut
         dt, _ = _timed(partial(engine.observe, tid, "result", tool="cat", args={"i": i},
                                result=f"round {i}\n{base_1mb}"))
         observe_1mb.append(dt)
-    big = engine.observe(tid, "result", tool="cat", args={"big": True}, result=base_10mb)
+    big = cast(ObserveStored, engine.observe(tid, "result", tool="cat", args={"big": True},
+                                             result=base_10mb))
     grep_10mb = [_timed(partial(engine.recall, big["ref"], "grep", pattern=pattern, n=50))[0]
                  for pattern in ["Error|FAILED", "def \\w+", "import", "TODO|FIXME", "\\d{4}-"]
                  * max(rounds // 5, 1)]
     outline_10mb = [_timed(partial(engine.recall, big["ref"], "head", n=50))[0]
                     for _ in range(rounds)]
-    snapshots = []
+    snapshots: list[CheckpointSnapshot] = []
     steps = 5 if ctx.quick else 20
     for i in range(steps):
         engine.observe(tid, "result", tool="Bash", args={"step": i},
                        result=f"step {i}\n" + base_1mb[i * 3000:(i + 1) * 3000])
-        snapshots.append(engine.checkpoint(tid, "snapshot"))
-    idle = [engine.checkpoint(tid, "snapshot")["bytes_new"] for _ in range(steps // 2)]
+        snapshots.append(cast(CheckpointSnapshot, engine.checkpoint(tid, "snapshot")))
+    idle = [cast(CheckpointSnapshot, engine.checkpoint(tid, "snapshot"))["bytes_new"]
+            for _ in range(steps // 2)]
     engine.close()
     new_bytes = [s["bytes_new"] for s in snapshots]
     total_bytes = [s["bytes_total"] for s in snapshots]

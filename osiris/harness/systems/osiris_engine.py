@@ -26,6 +26,7 @@ import itertools
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,8 +46,14 @@ from osiris.server.answers import text_of
 from osiris.server.definitions import model_facing
 
 
+def plain(answer: Mapping[str, Any]) -> dict[str, Any]:
+    """An engine answer (a contract record) as the replay reads it: a plain dict whose
+    fields it looks up by name, whatever the kind of answer."""
+    return dict(answer)
+
+
 def loopguard_flag(step: int, tool: str, args: dict[str, Any],
-                   verdict: dict[str, Any]) -> dict[str, Any] | None:
+                   verdict: Mapping[str, Any]) -> dict[str, Any] | None:
     """A precheck verdict worth showing: not ``allow``, or carrying a LoopGuard note."""
     reasons = [str(r) for r in verdict.get("reasons", [])]
     if verdict["verdict"] == "allow" and not any(r.startswith("loopguard") for r in reasons):
@@ -175,8 +182,8 @@ class OsirisSystem(ReplayBase):
             return  # the client's hooks (if any) start the task on first sight
         objective = f"{session.workload}: {session.name}"[:200]
         args = {"mode": "start", "objective": objective}
-        answer = self.engine.plan("start", objective=objective,
-                                  announce=self.route == "plan")
+        answer = plain(self.engine.plan("start", objective=objective,
+                                        announce=self.route == "plan"))
         self.task = answer["task_id"]
         if self.route == "plan":
             call = ctx.add("osiris_call", json.dumps({"tool": "osiris_plan", "args": args}),
@@ -184,13 +191,13 @@ class OsirisSystem(ReplayBase):
             shown = ctx.add("osiris_answer", text_of("plan", answer), -1)
             self._overhead += call.tokens + shown.tokens
 
-    def _flag(self, step: Step, verdict: dict[str, Any]) -> None:
+    def _flag(self, step: Step, verdict: Mapping[str, Any]) -> None:
         self.verdicts[verdict["verdict"]] += 1
         flag = loopguard_flag(step.i, step.tool, step.args, verdict)
         if flag is not None:
             self.flags.append(flag)
 
-    def _hook_text(self, advice: dict[str, Any], step: Step, ctx: Context) -> None:
+    def _hook_text(self, advice: Mapping[str, Any], step: Step, ctx: Context) -> None:
         """What a hook's advice adds to the prompt (its reason or added context)."""
         text = hook_advice.shown(advice)
         if text:
@@ -204,9 +211,9 @@ class OsirisSystem(ReplayBase):
             return ctx.add("output", shown, step.i)  # installed, but in nothing's path
         if self.precheck:
             self._flag(step, self.engine.precheck(self.task, step.tool, args=step.args))
-        answer = self.engine.observe(self.task, "error" if step.is_error else "result",
-                                     tool=step.tool, args=step.args,
-                                     result=shown or "(no output)")
+        answer = plain(self.engine.observe(self.task, "error" if step.is_error else "result",
+                                           tool=step.tool, args=step.args,
+                                           result=shown or "(no output)"))
         self._refs[step.i] = answer["ref"]
         self._last_advice = answer.get("prune")
         mode = answer.get("mode") or ("duplicate" if answer.get("duplicate") else "other")
@@ -250,11 +257,11 @@ class OsirisSystem(ReplayBase):
             observed = codex_record(step.output) if client == "codex" else step.output
             shell = {"exit_code": (1 if step.is_error else 0) if client == "codex" else None,
                      "complete": observed == step.output}
-        answer = self.engine.observe(
+        answer = plain(self.engine.observe(
             self._session_task, "error" if step.is_error else "result", tool=step.tool,
             args=step.args, result=observed, client=traits,
             replaceable=not step.is_error or client == "codex", shell=shell,
-            session=self._session_size(client, ctx))
+            session=self._session_size(client, ctx)))
         replaced = answer.get("replaced")
         if replaced is not None:
             shown = str(replaced["text"])
@@ -297,7 +304,7 @@ class OsirisSystem(ReplayBase):
     def _grep(self, ref: str, args: dict[str, Any]) -> Exchange:
         """One recall grep (its `next` continuation followed verbatim, as a real agent)."""
         options = {k: v for k, v in args.items() if k != "op"}
-        answer = self.engine.recall(ref, "grep", task_id=self.task, **options)
+        answer = plain(self.engine.recall(ref, "grep", task_id=self.task, **options))
         call = json.dumps({"tool": "osiris_recall",
                            "args": {"ref": ref, **args, "task_id": self.task}})
         following = answer.get("next") if answer.get("truncated") else None
@@ -313,8 +320,8 @@ class OsirisSystem(ReplayBase):
         first = 1 if k == 0 else self._cursor.get(source.i, window(k)[0])
         last = first + WINDOW_LINES - 1
         try:
-            answer = self.engine.recall(ref, "range", start=first, end=last,
-                                        task_id=self.task)
+            answer = plain(self.engine.recall(ref, "range", start=first, end=last,
+                                              task_id=self.task))
         except InvalidInputError:  # past the end of the stored output
             return None
         following = answer.get("next") or {}

@@ -5,7 +5,7 @@ engine wrote (step 1)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,11 +110,12 @@ class _Recorder:
         for kind, text in literals.items():
             self.unit.literals[text] = kind.rstrip("_0123456789")
 
-    def call(self, op: Callable[[Engine], dict[str, Any]], gap: float = 10.0,
+    def call(self, op: Callable[[Engine], Mapping[str, Any]], gap: float = 10.0,
              ) -> dict[str, Any]:
-        """Run one engine call ``gap`` seconds (and a little more) after the previous one."""
+        """Run one engine call ``gap`` seconds (and a little more) after the previous one;
+        its answer as a plain dict (the templates read fields of any kind of answer)."""
         self.clock.advance(gap * self.rng.uniform(0.6, 1.6))
-        answer = op(self.engine)
+        answer = dict(op(self.engine))
         store = self.engine.store
         with store.read() as con:
             for (task_id,) in con.execute("SELECT task_id FROM tasks").fetchall():
