@@ -70,6 +70,28 @@ def test_a_head_is_system_tools_and_added_parts_without_the_prompt() -> None:
     assert "You are" not in json.dumps(written)  # sizes and labels only, no text
 
 
+def test_a_name_mktemp_made_under_the_sessions_tmpdir_is_counted_as_one_fixed_name() -> None:
+    neutralise = Neutraliser({"/tmp/run/codex": "/scratch"})
+    one = neutralise("/tmp/run/codex/tmp/agentv-sdk-workers.yeu4Xk/boundary.md\n"
+                     "/tmp/run/codex/tmp/tmp.AbC1dEfGh2 made")
+    other = neutralise("/tmp/run/codex/tmp/agentv-sdk-workers.s9emJ2/boundary.md\n"
+                       "/tmp/run/codex/tmp/tmp.x8YqPw3LmZ made")
+    assert one == other == ("/scratch/tmp/agentv-sdk-workers.XXXXXX/boundary.md\n"
+                            "/scratch/tmp/tmp.XXXXXX made")
+    # A file's own extension is not a random name, nor is a path outside the scratch.
+    kept = "/scratch/tmp/notes.markdown /scratch/tmp/a.tar.gz /home/u/tmp/cache.Ab12Cd"
+    assert neutralise(kept) == kept
+    assert neutralise.replaced["mktemp name"] == 4
+
+
+def test_the_id_claude_code_gives_a_background_command_is_counted_as_one_fixed_id() -> None:
+    texts = [f"Command running in background with ID: {i}. Output is being written to: "
+             f"/scratch/tasks/{i}.output\n<task-id>{i}</task-id>" for i in ("bmd248rpq",
+                                                                            "bz0y2qobz")]
+    assert Neutraliser()(texts[0]) == Neutraliser()(texts[1])
+    assert "bmd248rpq" not in Neutraliser()(texts[0])
+
+
 def test_codex_tools_in_additional_tools_and_deferred_namespaces() -> None:
     body = {"model": "gpt-x", "input": [
         {"type": "additional_tools", "role": "developer", "tools": [

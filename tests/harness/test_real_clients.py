@@ -9,6 +9,7 @@ where they fail.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,40 @@ def test_an_interactive_session_gets_each_prompt_after_the_turn_before(
     second = prompt_text(prompts[2].body)
     assert "PROMPT-ONE go" in second and "first-2" in second and "First done." in second
     assert "second-4" in prompt_text(prompts[3].body)
+
+
+def test_a_search_in_a_client_prints_its_hits_in_the_same_order_every_run(
+        tmp_path: Path) -> None:
+    """ripgrep prints files in the order its threads finish them: the same search would
+    show other lines from run to run once Codex cuts a long output. The clients' commands
+    read the benchmark's ripgrep configuration (sorted by path)."""
+    require_client(CODEX)
+    workspace = Workspace(tmp_path / "cx").reset(CODEX)
+    for d in range(12):
+        for f in range(12):
+            path = workspace.project / f"d{(d * 7) % 12:02d}" / f"f{(f * 5) % 12:02d}.txt"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text("line\n" * (40 * f + 1) + "needle\n", encoding="utf-8")
+    results = _session(CODEX, ToolCall("exec_command", {"cmd": "rg -l needle"}), workspace,
+                       ("-m", "gpt-5-codex"))
+    (output,) = results[1]
+    hits = output.split("Output:\n", 1)[1].split()
+    assert len(hits) == 144
+    assert hits == sorted(hits)
+
+
+def test_a_commit_the_session_makes_has_the_same_hash_every_run(tmp_path: Path) -> None:
+    """A commit's hash covers its dates: a stash the agent pops names another hash each
+    run unless the clients' commands commit at a fixed date."""
+    require_client(CODEX)
+    command = ("git init -q . && git -c user.name=a -c user.email=a@example.invalid "
+               "commit -q --allow-empty -m one && git rev-parse HEAD")
+    hashes = []
+    for run in ("first", "second"):
+        workspace = Workspace(tmp_path / run).reset(CODEX)
+        (output,) = _session(CODEX, ToolCall("exec_command", {"cmd": command}), workspace,
+                             ("-m", "gpt-5-codex"))[1]
+        hashes.append(output.split("Output:\n", 1)[1].strip())
+        time.sleep(1.1)  # a commit's date has a resolution of one second
+    assert len(hashes[0]) == 40
+    assert hashes[0] == hashes[1]

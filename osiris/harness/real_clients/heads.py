@@ -42,6 +42,16 @@ VOLATILE = {
     "osiris task id": (re.compile(r"\bt_[0-9a-f]{24}\b"), "t_5d1c0e9a7b3f46e28a9c4d71"),
     "claude tool-result id": (re.compile(r"(?<=/tool-results/)[A-Za-z0-9_-]+(?=\.txt)"),
                               "000000000"),
+    # Claude Code names a command it runs in the background by a random id (``b`` and
+    # eight letters or digits) in its answer, its task notification and its output file.
+    "claude background task id": (re.compile(r"(?<=background with ID: )b[a-z0-9]{8}\b"
+                                             r"|(?<=<task-id>)b[a-z0-9]{8}(?=</task-id>)"
+                                             r"|(?<=/tasks/)b[a-z0-9]{8}(?=\.output)"),
+                                  "b7k2m9x4q"),
+    # ``mktemp`` (and ``mktemp -d``) under the session's TMPDIR ends a name with random
+    # letters and digits; the scratch root is already "/scratch" here.
+    "mktemp name": (re.compile(r"(/scratch/tmp/[\w-]+(?:\.[\w-]+)*\.)(?=[a-z]*[A-Z0-9])"
+                               r"[A-Za-z0-9]{6,10}(?![\w.])"), r"\1XXXXXX"),
 }
 """What else changes from run to run: name → (pattern, fixed stand-in)."""
 

@@ -42,7 +42,7 @@ from osiris.core.cost_models import default_cost_models
 from osiris.core.tokens import default_counter
 from osiris.harness.importers.traces import find_traces, load_trace
 from osiris.harness.real_clients.model_server import ModelServer
-from osiris.harness.real_clients.run import MINI_SWE_AGENT, ClientRun, Workspace
+from osiris.harness.real_clients.run import FIXED_GIT_DATES, MINI_SWE_AGENT, ClientRun, Workspace
 from osiris.harness.real_clients.sessions import Measured, _Counts, measure, neutraliser
 from osiris.harness.real_clients.tables import _pct
 from osiris.harness.real_clients.trace_plan import PathMap, plan
@@ -124,7 +124,8 @@ def mini_env(workspace: Workspace, configuration: str) -> dict[str, str]:
            "TMPDIR": str(workspace.tmp), "LANG": "C.UTF-8", "TZ": "UTC",
            "MSWEA_CONFIGURED": "true", "MSWEA_GLOBAL_CONFIG_DIR": str(workspace.home / "mswea"),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "sk-scripted-model",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1", "RIPGREP_CONFIG_PATH": str(workspace.ripgrep_config),
+           **FIXED_GIT_DATES}
     if configuration == OSIRIS:
         env["OSIRIS_HOME"] = str(workspace.osiris_home)
     return env

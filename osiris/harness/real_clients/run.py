@@ -26,6 +26,7 @@ import tomlkit
 
 from osiris.harness.real_clients.model_script import ModelRequest
 from osiris.harness.real_clients.model_server import LoggedRequest, ModelServer, prompts_of
+from osiris.harness.real_clients.workspaces import GIT_DATE
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -117,6 +118,15 @@ class Workspace:
         return self.home / ".codex"
 
     @property
+    def ripgrep_config(self) -> Path:
+        """The ripgrep configuration every client's commands read (``RIPGREP_CONFIG_PATH``):
+        ``--sort=path``. ripgrep searches files on several threads and prints them in the
+        order they finish, so the same search lists its hits in another order from run to
+        run, and a client that cuts a long output (Codex keeps its head and tail) then
+        shows other lines. Sorted, the same search prints the same text every run."""
+        return self.root / "ripgreprc"
+
+    @property
     def claude_settings(self) -> Path:
         """Claude Code's user settings (permissions, hooks)."""
         return self.home / ".claude" / "settings.json"
@@ -129,6 +139,7 @@ class Workspace:
             if path.exists():
                 shutil.rmtree(path)
             path.mkdir(parents=True)
+        self.ripgrep_config.write_text("--sort=path\n", encoding="utf-8")
         if client == CLAUDE_CODE:
             self.claude_settings.parent.mkdir(parents=True)
             self.claude_settings.write_text(json.dumps(
@@ -162,6 +173,11 @@ def point_codex_at(workspace: Workspace, base_url: str) -> None:
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
 
 
+FIXED_GIT_DATES = {"GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE}
+"""A commit (a stash too) the session makes is named by a hash of its dates: fixed as the
+workspace's own commit's, the same commit gets the same hash every run."""
+
+
 def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
                extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The whole environment of a client process (nothing inherited but PATH).
@@ -173,7 +189,8 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
     # directories, after context-mode's Node 22.
     path = os.pathsep.join([str(tools.context_mode_bin), "/usr/local/bin", "/usr/bin", "/bin"])
     env = {"PATH": path, "HOME": str(workspace.home), "TMPDIR": str(workspace.tmp),
-           "LANG": "C.UTF-8", "TZ": "UTC", "npm_config_offline": "true"}
+           "LANG": "C.UTF-8", "TZ": "UTC", "npm_config_offline": "true",
+           "RIPGREP_CONFIG_PATH": str(workspace.ripgrep_config), **FIXED_GIT_DATES}
     if client == CLAUDE_CODE:
         # MCP_CONNECTION_NONBLOCKING=0: a headless Claude Code (``-p``) sends its first
         # request without waiting for its MCP servers, so a server slower to list its

@@ -13,7 +13,9 @@ the request bodies the client sent (:func:`measure`):
 
 * tokens of every prompt (system, tool definitions, messages; cl100k after
   :class:`~osiris.harness.real_clients.heads.Neutraliser` fixed dates, scratch paths, random
-  ids and ``ls -l`` times), cumulative over the session, and of the tool results alone;
+  ids, ``mktemp`` names and ``ls -l`` times; ripgrep sorted by path in every client,
+  :attr:`~osiris.harness.real_clients.run.Workspace.ripgrep_config`), cumulative over the
+  session, and of the tool results alone;
 * billed cost under each cost model, by the prompt-cache simulator fed with the
   client's own segments and its own ``cache_control`` breakpoints (Codex sets none: the
   OpenAI models match any prefix); turns are :data:`TURN_SPACING_S` apart, as in the
