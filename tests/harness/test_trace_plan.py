@@ -40,3 +40,23 @@ def test_sub_agent_calls_are_skipped_under_either_name() -> None:
     for name in ("Task", "Agent"):
         assert live_tool(CLAUDE_CODE, name, {"prompt": "look around"}) is None
     assert live_tool(CLAUDE_CODE, "Read", {"file_path": "/a"}) == ("Read", {"file_path": "/a"})
+
+
+def test_a_command_that_lists_processes_is_skipped_with_its_reason() -> None:
+    """On the replaying machine ``ps`` shows that machine's processes (the session run
+    beside it included), not the author's: another text every run."""
+    from osiris.harness.importers.traces import Trace, TraceStep
+    from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX
+    from osiris.harness.real_clients.trace_plan import LISTS_PROCESSES, plan
+    from osiris.harness.replay.workloads import session_from_trace
+
+    commands = ['ps -eo pid,cmd | rg -i "sync|worker"', "cd src && pgrep -f nest | head -5",
+                "if true; then ps; fi", "grep -n ps notes.md", "echo top", "pstree"]
+    for client, tool, key in ((CODEX, "exec_command", "cmd"), (CLAUDE_CODE, "Bash", "command")):
+        trace = Trace(source="t.jsonl", format="test")
+        trace.steps = [TraceStep(i, tool, {key: c}, "out", False, f"c{i}", i)
+                       for i, c in enumerate(commands)]
+        calls = plan(session_from_trace(trace, "t", "t.jsonl"), client,
+                     PathMap(None, PROJECT, TMP))
+        assert [c.skip for c in calls] == [LISTS_PROCESSES] * 3 + [None] * 3
+        assert calls[3].input == {key: "grep -n ps notes.md"}

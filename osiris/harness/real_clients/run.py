@@ -184,12 +184,15 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
 
     ``npm_config_offline``: context-mode's hooks try to ``npm install`` a native module
     they cannot load; offline that waits minutes on the network, told to be offline npm
-    fails at once and context-mode carries on (its documented fallback)."""
+    fails at once and context-mode carries on (its documented fallback).
+    ``npm_config_update_notifier``: npm otherwise tells of a newer npm in some runs and
+    not in others (it checks in the background)."""
     # A fixed PATH (config.py is the only reader of the environment): the system's own
     # directories, after context-mode's Node 22.
     path = os.pathsep.join([str(tools.context_mode_bin), "/usr/local/bin", "/usr/bin", "/bin"])
     env = {"PATH": path, "HOME": str(workspace.home), "TMPDIR": str(workspace.tmp),
            "LANG": "C.UTF-8", "TZ": "UTC", "npm_config_offline": "true",
+           "npm_config_update_notifier": "false",
            "RIPGREP_CONFIG_PATH": str(workspace.ripgrep_config), **FIXED_GIT_DATES}
     if client == CLAUDE_CODE:
         # MCP_CONNECTION_NONBLOCKING=0: a headless Claude Code (``-p``) sends its first

@@ -23,6 +23,19 @@ SKIPPED_TOOLS = {
 }
 
 
+_PROCESS_LISTING = re.compile(r"(?:^|[;&|(]|\bthen|\bdo)\s*(?:sudo\s+)?(ps|pgrep|pidof|top)"
+                              r"(?=[\s;|&)]|$)")
+"""A command that lists processes: on the replaying machine its output is the machine's
+process table (the other sessions the benchmark runs beside it included, their ids and
+ages), not the author's, and it differs from run to run."""
+LISTS_PROCESSES = "lists the replaying machine's processes, which differ from run to run"
+
+
+def lists_processes(command: str) -> bool:
+    """Whether a shell command runs ``ps``, ``pgrep``, ``pidof`` or ``top``."""
+    return bool(_PROCESS_LISTING.search(command))
+
+
 _HOME = re.compile(r"^(?:/Users|/home)/[^/]+")
 """The user's home in a trace's working directory (macOS or Linux; the M-Claude corpus
 redacts the name to ``[USER]``)."""
@@ -107,13 +120,27 @@ def live_tool(client: str, tool: str, args: Mapping[str, Any]) -> tuple[str, Any
 
 
 def plan(session: Session, client: str, paths: PathMap) -> list[Planned]:
-    """The trace's calls for ``client`` (see the module docstring)."""
+    """The trace's calls for ``client`` (see the module docstring); a shell command that
+    lists processes is skipped (:data:`LISTS_PROCESSES`)."""
     calls = []
     for step in session.steps:
         live = live_tool(client, step.tool, step.args)
-        if live is None:
+        command = _shell_command(live)
+        if command is not None and lists_processes(command):
+            calls.append(Planned(step.i, step.tool, {}, step.tool, skip=LISTS_PROCESSES))
+        elif live is None:
             reason = SKIPPED_TOOLS.get(step.tool, f"{step.tool} has no {client} equivalent")
             calls.append(Planned(step.i, step.tool, {}, step.tool, skip=reason))
         else:
             calls.append(Planned(step.i, live[0], paths(live[1]), step.tool))
     return calls
+
+
+def _shell_command(live: tuple[str, Any] | None) -> str | None:
+    """The command of a live shell call (Claude Code's and mini-swe-agent's ``command``,
+    Codex's ``cmd``), else None."""
+    if live is None or not isinstance(live[1], Mapping):
+        return None
+    command = live[1].get("cmd", live[1].get("command")) if live[0] in {
+        "Bash", "bash", "exec_command"} else None
+    return command if isinstance(command, str) else None

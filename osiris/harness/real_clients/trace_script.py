@@ -6,8 +6,10 @@ trace's order, with the trace's working directory mapped onto the unpacked works
 (:class:`PathMap`) and each tool named as the live client names it (Claude Code keeps its
 tool names; a Codex ``shell`` call becomes ``exec_command``). Calls that cannot be
 replayed offline are skipped and recorded: ``WebFetch``/``WebSearch`` (the network), a
-Claude Code ``Task`` (a sub-agent's own conversation), and Codex ``apply_patch`` (the
-``exec --json`` log keeps only the paths a patch changed, not the patch).
+Claude Code ``Task`` (a sub-agent's own conversation), Codex ``apply_patch`` (the
+``exec --json`` log keeps only the paths a patch changed, not the patch), and a command
+that lists processes (``ps``, ``pgrep``: it would show the replaying machine's processes,
+the session run beside it included, another text every run).
 
 :class:`TraceScript` is the model. Before each call that uses needs (and before the
 final answer) it looks at the prompt it has just received:
