@@ -529,9 +529,30 @@ def run_all(repo: Path, *, quick: bool = False,
 
 CORPUS_WORKERS = 2
 """Corpus sessions run this many at a time (the machines have 2 cores): each worker has
-its own scratch root and the same sessions every run (by position), so token figures do
-not depend on which worker was free. Their milliseconds are not reported: two clients at
-once disturb each other's timing (the tielec sessions, one at a time, give those)."""
+its own scratch root and the same sessions every run (:func:`corpus_lanes`), so token
+figures do not depend on which worker was free. Their milliseconds are not reported: two
+clients at once disturb each other's timing (the tielec sessions, one at a time, give
+those)."""
+
+
+def corpus_lanes(jobs: Sequence[tuple[CorpusSession, str]], lanes: int,
+                 weight: Callable[[CorpusSession], int]) -> list[list[tuple[CorpusSession, str]]]:
+    """The jobs each worker runs, in order: every configuration of a session on the same
+    worker, one after the other, so a session never runs beside itself (its servers would
+    meet on the same localhost ports: cipherbox-sharing's `curl localhost:3001` answered
+    the other configuration's server); sessions go, heaviest first (``weight``: its tool
+    calls), to the lane with the least weight so far. The same lanes every run."""
+    sessions: dict[str, list[tuple[CorpusSession, str]]] = {}
+    for entry, configuration in jobs:
+        sessions.setdefault(entry.name, []).append((entry, configuration))
+    heaviest = sorted(sessions.values(), key=lambda js: (-weight(js[0][0]), js[0][0].name))
+    out: list[list[tuple[CorpusSession, str]]] = [[] for _ in range(lanes)]
+    load = [0] * lanes
+    for session_jobs in heaviest:
+        lane = load.index(min(load))
+        out[lane] += session_jobs
+        load[lane] += weight(session_jobs[0][0]) * len(session_jobs)
+    return out
 
 
 def _run_corpus(found: list[CorpusSession], tools: Tools, configurations: Sequence[str],
@@ -555,9 +576,12 @@ def _run_corpus(found: list[CorpusSession], tools: Tools, configurations: Sequen
                 continue
             jobs.append((entry, configuration))
 
+    calls = {entry.name: len(load_trace(entry.path).steps) for entry, _ in jobs}
+    lanes = corpus_lanes(jobs, CORPUS_WORKERS, lambda entry: calls[entry.name])
+
     def worker(slot: int) -> list[Measured]:
         done = []
-        for entry, configuration in jobs[slot::CORPUS_WORKERS]:
+        for entry, configuration in lanes[slot]:
             say(f"clients: {entry.name} in {entry.client} ({configuration})")
             measured = run_corpus_session(entry, configuration, tools=tools, repo=repo,
                                           root=root / f"corpus-{slot}", counter=counter)
