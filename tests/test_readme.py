@@ -46,7 +46,7 @@ NOT_FROM_THE_BENCHMARK: dict[str, dict[str, str]] = {
         "42 s": "the same measurement of bench --quick",
         "9 minutes": "nox -s notebooks, timed by hand with date and machine",
         "16 minutes": "nox -s notebooks before its venv was cached, timed by hand, dated",
-        "17 minutes": ".ci/run from a clean clone, timed by hand with date and machine",
+        "10 minutes": ".ci/run from a clean clone, timed by hand with date and machine",
     },
     "docs/how-it-works.md": {
         "160 cl100k tokens": "the manifest's ceiling, enforced by osiris/core/manifest.py",
