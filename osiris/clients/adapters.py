@@ -184,13 +184,15 @@ class ClaudeCode(Adapter):
                      response: Any) -> None:
         """``updatedToolOutput`` in the Read tool's output shape (``{"type": "text",
         "file": {filePath, content, numLines, startLine, totalLines}}``; a plain string
-        is ignored); Claude Code numbers the lines from ``startLine`` itself, and its
+        is ignored); Claude Code numbers the lines from ``startLine`` itself (the first
+        line shown: 1 for a shaped read, the first changed line's window for a changed
+        re-read), and its
         read-before-edit state comes from the read it made, so edits work."""
         if not isinstance(response, dict) or response.get("type") != "text" \
                 or not isinstance(response.get("file"), dict):
             return  # not the shape Claude Code would accept back: left as it is
         file = {**response["file"], "content": str(shaped["content"]),
-                "numLines": int(shaped["lines"]), "startLine": 1}
+                "numLines": int(shaped["lines"]), "startLine": int(shaped.get("start", 1))}
         out["updatedToolOutput"] = {**response, "file": file}
         out["additionalContext"] = "\n".join(filter(None, (out.get("additionalContext"),
                                                            str(shaped["context"]))))

@@ -502,6 +502,12 @@ class RouteServed(Event):
     subagent: str | None
     """The subagent whose context got the result (Claude Code's ``agent_id``); None for
     the session's main agent. Version 2 on; version 1 records are the main agent's."""
+    ref: NotRequired[str | None]
+    """The ref of the text the model now knows the window as (None: not known, or stored
+    scrubbed; version 3 on)."""
+    content_sha256: NotRequired[str | None]
+    """SHA-256 of that text as the client gave it, which the stored text must match before
+    a changed re-read is shown against it (version 3 on)."""
 
 
 class RouteReread(Event):
@@ -558,6 +564,28 @@ class RouteReadShaped(Event):
     """Tokens shown: those lines, the outline and the note."""
 
 
+class RouteReadChanged(Event):
+    """A whole-file ``Read`` of a changed file, shown as the lines that hold every change
+    since the same context read it whole (``route.served`` ``served_seq``)."""
+
+    path: str
+    """The file's resolved path."""
+    ref: str
+    """The ref the whole file, as read now, is stored under."""
+    served_seq: int
+    """The ``route.served`` event of the earlier whole read."""
+    lines: int
+    """The file's lines now."""
+    tokens: int
+    """The file's size in tokens."""
+    first_line: int
+    """The first line shown."""
+    last_line: int
+    """The last line shown."""
+    shown_tokens: int
+    """Tokens shown: those lines and the note."""
+
+
 EVENTS: dict[str, object] = {
     "task.start": TaskStart, "task.update": TaskUpdate, "task.resume": TaskResume,
     "task.restore": TaskRestore, "task.status": TaskStatus, "memory.write": MemoryWrite,
@@ -576,13 +604,15 @@ EVENTS: dict[str, object] = {
     "client.compacted": ClientCompacted, "route.read": RouteRead,
     "route.output": RouteOutput, "route.served": RouteServed, "route.reread": RouteReread,
     "route.payoff": RoutePayoff, "route.read_shaped": RouteReadShaped,
+    "route.read_changed": RouteReadChanged,
 }
 """Every event kind OSIRIS journals, and its record (a union where a kind has two
 shapes)."""
 
-VERSIONS: dict[str, int] = {**dict.fromkeys(EVENTS, 1), "route.served": 2}
+VERSIONS: dict[str, int] = {**dict.fromkeys(EVENTS, 1), "route.served": 3}
 """The version of each kind's record (stamped into the body as ``v``). ``route.served``
-2: the ``subagent`` whose context got the result."""
+2: the ``subagent`` whose context got the result; 3: the ``ref`` and ``content_sha256``
+of the text it got."""
 
 EventKind = Literal[
     "task.start", "task.update", "task.resume", "task.restore", "task.status",
@@ -592,5 +622,5 @@ EventKind = Literal[
     "checkpoint.clear", "checkpoint.report", "checkpoint.restore", "checkpoint.resume",
     "handoff.create", "handoff.accept", "handoff.complete", "handoff.result",
     "client.compacted", "route.read", "route.output", "route.served", "route.reread",
-    "route.payoff", "route.read_shaped"]
+    "route.payoff", "route.read_shaped", "route.read_changed"]
 """The kinds, for the type checker (a test keeps it equal to :data:`EVENTS`' keys)."""

@@ -77,6 +77,18 @@ class RoutingConfig:
     rereads: bool = True
     """Answer a repeated ``Read`` of an unchanged file, still in the prompt, with a pointer
     to the earlier result instead of a second copy (Claude Code)."""
+    reread_changes: bool = True
+    """Show a whole-file ``Read`` of a file that changed since this context read it whole
+    (that read still in the prompt: no compaction since) as the lines that hold every
+    change, numbered as the file is now, and a note on where the rest is (Claude Code:
+    ``updatedToolOutput``; the read itself ran, so edits work as after a full read)."""
+    reread_changes_min_tokens: int = 400
+    """A changed file smaller than this is shown whole."""
+    reread_changes_max_percent: int = 50
+    """Show the changed lines only when they and the note take at most this share of the
+    file's tokens (changes spread over the whole file: shown whole)."""
+    reread_changes_context_lines: int = 3
+    """Unchanged lines shown on each side of the changes."""
     outline_tokens: int = 700
     """The most a windowed read's outline may take."""
     payoff: bool = True
@@ -198,6 +210,47 @@ def shaped_read_context(path: str, *, lines: int, tokens: int, ref: str, shown: 
         parts.append("Outline (line: symbol):\n" + "\n".join(outline)
                      + ("\n… (every few symbols shown)" if outline_cut else ""))
     return "\n".join(parts)
+
+
+def changed_span(old: str, new: str, context: int) -> tuple[int, int] | None:
+    """The lines of ``new`` (1-based, first and last, inclusive) between which it differs
+    from ``old``, widened by ``context`` unchanged lines each side; None when the lines
+    are equal or ``new`` has none. Every line of ``new`` before the span is the same line
+    of ``old``; every line after it is ``old``'s line moved by ``len(new) - len(old)``
+    lines (a common prefix and suffix, so the span holds every change, exactly)."""
+    a, b = old.splitlines(), new.splitlines()
+    if a == b or not b:
+        return None
+    head, most = 0, min(len(a), len(b))
+    while head < most and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    last = max(len(b) - tail, head + 1)  # a deletion: the line after the cut
+    return max(1, min(head + 1, len(b)) - context), min(len(b), last + context)
+
+
+def read_changes_context(path: str, *, span: tuple[int, int], lines: int, old_lines: int,
+                         tool_use_id: str | None, ref: str) -> str:
+    """The note beside a re-read shown as its changed lines (reaches the model verbatim,
+    after the numbered lines the client renders)."""
+    first, last = span
+    where = f" (tool call {tool_use_id})" if tool_use_id else ""
+    moved = lines - old_lines
+    parts = [f"OSIRIS: {path} changed since you read it whole{where}; no compaction since, "
+             f"so that read is still above. Shown: lines {first}-{last}, which hold every "
+             f"change, numbered as the file is now ({lines:,} lines; {old_lines:,} then)."]
+    if first > 1:
+        parts.append(f"Lines 1-{first - 1} are as in that read.")
+    if last < lines:
+        parts.append(f"Lines {last + 1}-{lines} are that read's lines "
+                     f"{last + 1 - moved}-{old_lines}"
+                     + (f", moved by {moved:+d}." if moved else ", unchanged."))
+    parts.append(f"The whole file is stored as {ref}: Read with offset/limit or "
+                 f"osiris_recall(ref=\"{ref}\", op=\"range\") for any part. Edits work as "
+                 "after a full Read.")
+    return " ".join(parts)
 
 
 # -- commands ----------------------------------------------------------------------------

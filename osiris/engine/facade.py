@@ -457,14 +457,18 @@ class Engine:
                                             client, session) if replaceable else None
         shaped = None
         if tool == "Read" and kind != "error" and isinstance(args, dict):
-            served = args
-            if client["shapes_reads"] and replaceable and isinstance(result, str):
-                shaped = routing_ops.shape_read(self.ctx, tx, task_id, args, result, cwd,
-                                                routing_ops.config_of(self.ctx, tx), session)
-            if shaped is not None:
-                served = {**args, "offset": 1, "limit": shaped["lines"]}
+            served, text = args, result if isinstance(result, str) else None
+            ref = answer.get("ref") if isinstance(answer.get("ref"), str) else None
+            if client["shapes_reads"] and replaceable and text is not None:
+                config = routing_ops.config_of(self.ctx, tx)
+                shaped = routing_ops.read_changes(self.ctx, tx, task_id, args, text, ref,
+                                                  cwd, config, subagent) \
+                    or routing_ops.shape_read(self.ctx, tx, task_id, args, text, cwd,
+                                              config, session)
+            if shaped is not None and "start" not in shaped:
+                served, text = {**args, "offset": 1, "limit": shaped["lines"]}, None
             routing_ops.record_served(self.ctx, tx, task_id, served, cwd, tool_use_id,
-                                      subagent)
+                                      subagent, content=text, ref=ref)
         if shell is not None and kind != "action" and replaceable:
             replaced = self._replace_shell_output(tx, task_id, tool, args, result, client,
                                                   shell, session) or replaced

@@ -19,6 +19,7 @@ from typing import Any
 from osiris.core import payoff, routing
 from osiris.core.outline import detect_language, outline_symbols
 from osiris.core.preview import make_preview
+from osiris.core.redaction import ScrubbedText
 from osiris.core.routing import RoutingConfig
 from osiris.engine.context import EngineContext, journal
 from osiris.engine.payloads import args_fingerprint, store_payload
@@ -169,7 +170,8 @@ def shape_read(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, A
     A file shaped once in this task and read whole again since is shown whole: the
     agent asked for all of it, knowing it had a part."""
     path = tool_input.get("file_path")
-    if not config.read_shape or routing.read_key(tool_input) != (None, None) \
+    if not config.read_shape or not verbatim(content) \
+            or routing.read_key(tool_input) != (None, None) \
             or not isinstance(path, str) or not path \
             or PurePosixPath(path).suffix.lower() in routing.UNTOUCHED_SUFFIXES:
         return None
@@ -187,7 +189,7 @@ def shape_read(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, A
             " c.task_id = e.task_id AND c.kind = 'client.compacted' AND c.seq > e.seq)"
             " LIMIT 1", [task_id, where]).fetchone() is not None:
         return None
-    head = "\n".join(lines[:keep]) + "\n"
+    head = "\n".join(lines[:keep])  # no newline after: Claude Code would number an empty line
     outline, cut = _outline(ctx, content, where, config.outline_tokens)
     shown = ctx.counter.count(head) + sum(ctx.counter.count(o) + 1 for o in outline) \
         + PREVIEW_FRAME_TOKENS
@@ -221,9 +223,12 @@ def _file_digest(ctx: EngineContext, path: str, cwd: str | None) -> tuple[str, s
 
 def record_served(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
                   cwd: str | None, tool_use_id: str | None,
-                  subagent: str | None = None) -> None:
+                  subagent: str | None = None, *, content: str | None = None,
+                  ref: str | None = None) -> None:
     """A ``Read`` result reached the model: remember the file's bytes and the window,
-    and whose context got it (``subagent``; None: the session's main agent)."""
+    and whose context got it (``subagent``; None: the session's main agent). ``content``
+    and ``ref``: the text the model now knows the window as, and the ref it is stored
+    under (a later re-read of a changed file is shown against it)."""
     key = routing.read_key(tool_input)
     path = tool_input.get("file_path")
     if key is None or not isinstance(path, str):
@@ -231,9 +236,88 @@ def record_served(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str
     found = _file_digest(ctx, path, cwd)
     if found is None:
         return
+    known = None if content is None or ref is None or not verbatim(content) \
+        else _text_sha(content)
     journal(tx, "route.served", {"path": found[0], "offset": key[0], "limit": key[1],
                                  "sha256": found[1], "tool_use_id": tool_use_id,
-                                 "subagent": subagent}, task_id=task_id)
+                                 "subagent": subagent, "ref": ref if known else None,
+                                 "content_sha256": known}, task_id=task_id)
+
+
+def _text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def verbatim(content: str) -> bool:
+    """Whether ``content`` (a client's output, scrubbed where it entered the engine) is
+    the text the client got: nothing was masked. Only such text may be shown back in
+    the client's place (a masked line would break the agent's next edit of it)."""
+    return isinstance(content, ScrubbedText) and content.scrub.redacted == 0
+
+
+def read_changes(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
+                 content: str, ref: str | None, cwd: str | None, config: RoutingConfig,
+                 subagent: str | None = None) -> dict[str, Any] | None:
+    """A whole-file ``Read`` the client answered with ``content``, shown as the lines that
+    changed since this context last read the file whole, when OSIRIS is sure what that
+    context holds: the earlier text stored and verified, no compaction since, the window
+    and the note much smaller than the file (:data:`RoutingConfig.reread_changes_max_percent`).
+    None: shown as the client read it."""
+    path = tool_input.get("file_path")
+    if not config.reread_changes or ref is None or not verbatim(content) \
+            or routing.read_key(tool_input) != (None, None) \
+            or not isinstance(path, str) or not path \
+            or PurePosixPath(path).suffix.lower() in routing.UNTOUCHED_SUFFIXES:
+        return None
+    found = _file_digest(ctx, path, cwd)
+    last = None if found is None else _earlier_whole_read(ctx, tx, task_id, found[0],
+                                                          subagent)
+    if found is None or last is None:
+        return None
+    served_seq, earlier, tool_use_id = last
+    span = routing.changed_span(earlier, content, config.reread_changes_context_lines)
+    if span is None:
+        return None
+    lines = content.splitlines()
+    tokens = ctx.counter.count(content)
+    window = "\n".join(lines[span[0] - 1:span[1]])  # a trailing newline would read as a line
+    if span[1] == len(lines) and content.endswith("\n"):
+        window += "\n"  # the file's end, shown as Claude Code shows a whole read
+    note = routing.read_changes_context(path, span=span, lines=len(lines),
+                                        old_lines=len(earlier.splitlines()),
+                                        tool_use_id=tool_use_id, ref=ref)
+    shown = ctx.counter.count(window) + ctx.counter.count(note)
+    if tokens < config.reread_changes_min_tokens \
+            or shown * 100 > tokens * config.reread_changes_max_percent:
+        return None
+    journal(tx, "route.read_changed", {"path": found[0], "ref": ref, "served_seq": served_seq,
+                                       "lines": len(lines), "tokens": tokens,
+                                       "first_line": span[0], "last_line": span[1],
+                                       "shown_tokens": shown}, task_id=task_id)
+    return {"content": window, "lines": span[1] - span[0] + 1, "start": span[0],
+            "context": note, "ref": ref, "tokens": tokens}
+
+
+def _earlier_whole_read(ctx: EngineContext, tx: Tx, task_id: str, path: str,
+                        subagent: str | None) -> tuple[int, str, str | None] | None:
+    """The last whole read of ``path`` served to this context (its ``route.served`` seq,
+    the text the model got, the client's call id), when it is stored verbatim and no
+    compaction has happened since (which may have taken it out of the prompt)."""
+    row = tx.con.execute(
+        "SELECT seq, body->>'ref', body->>'content_sha256', body->>'tool_use_id' FROM events"
+        " WHERE task_id = ? AND kind = 'route.served' AND body->>'path' = ?"
+        " AND coalesce(body->>'subagent', '') = ? AND coalesce(body->>'offset', '') = ''"
+        " AND coalesce(body->>'limit', '') = '' ORDER BY seq DESC LIMIT 1",
+        [task_id, path, subagent or ""]).fetchone()
+    if row is None or row[1] is None or row[2] is None or tx.con.execute(
+            "SELECT 1 FROM events WHERE task_id = ? AND seq > ? AND kind = 'client.compacted'"
+            " LIMIT 1", [task_id, row[0]]).fetchone() is not None:
+        return None
+    try:
+        text = ctx.store.refs.get(row[1]).decode("utf-8")
+    except (OsirisError, OSError, UnicodeDecodeError):
+        return None
+    return (row[0], text, row[3]) if _text_sha(text) == row[2] else None
 
 
 def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],

@@ -405,3 +405,95 @@ def test_a_subagent_gets_its_own_first_read_and_no_pointer_to_another_context(
         "file_path": only_sub, **big_window}
     assert "permissionDecision" not in read(only_sub, None, "toolu_main3")
     assert read(only_sub, None, "toolu_main4")["permissionDecision"] == "deny"
+
+
+def test_a_reread_of_a_changed_file_shows_the_changed_lines(project: Path) -> None:
+    """Item 4 of issue 38: the same context read the file whole, it changed (an Edit),
+    no compaction since: the re-read shows the lines that hold every change, numbered
+    as the file is now, and says where the rest is."""
+    env = env_for(project)
+    path = project / "service.py"
+    before = "".join(f"def step_{i}(value):\n    return value * {i}\n\n" for i in range(60))
+    path.write_text(before, encoding="utf-8")
+    whole = {"file_path": str(path)}
+
+    def read(content: str, use_id: str, session: str = "s-chg",
+             agent: str | None = None) -> dict[str, Any]:
+        extra = {"agent_id": agent, "agent_type": "general-purpose"} if agent else {}
+        post = {"session_id": session, "cwd": str(project), "hook_event_name": "PostToolUse",
+                "tool_name": "Read", "tool_input": whole, "tool_use_id": use_id, **extra,
+                "tool_response": {"type": "text", "file": {
+                    "filePath": str(path), "content": content, "startLine": 1,
+                    "numLines": len(content.splitlines()),
+                    "totalLines": len(content.splitlines())}}}
+        return inner(hook("claude-code", "post-tool-use", post, env))
+
+    assert "updatedToolOutput" not in read(before, "toolu_first")
+    after = before.replace("    return value * 30\n", "    checked = value or 0\n"
+                           "    return checked * 30\n")
+    path.write_text(after, encoding="utf-8")
+    out = read(after, "toolu_again")
+    file = out["updatedToolOutput"]["file"]
+    # def step_30 is line 91; its body, line 92, became lines 92-93; 3 lines each side.
+    assert file["startLine"] == 89 and file["numLines"] == 8
+    assert file["content"] == "\n".join(after.splitlines()[88:96])  # no empty line 97
+    assert file["totalLines"] == 181 and file["filePath"] == str(path)
+    note = out["additionalContext"]
+    assert "changed since you read it whole (tool call toolu_first)" in note
+    assert "Lines 1-88 are as in that read" in note
+    assert "Lines 97-181 are that read's lines 96-180, moved by +1" in note
+    assert re.search(r"stored as mem://sha256:[0-9a-f]{64}", note)
+    # Read again after one more edit: shown against the read just made.
+    again = after.replace("    return value * 50\n", "    return value * 500\n")
+    path.write_text(again, encoding="utf-8")
+    assert read(again, "toolu_third")["updatedToolOutput"]["file"]["startLine"] == 150
+    # Another context (a subagent) never held the file: it gets it whole.
+    assert "updatedToolOutput" not in read(again, "toolu_sub", agent="a0b683af2e09dbf05")
+    # Changes all over the file: whole.
+    spread = again.replace("value", "amount")
+    path.write_text(spread, encoding="utf-8")
+    assert "updatedToolOutput" not in read(spread, "toolu_fourth")
+    # After a compaction the earlier read may be gone: whole.
+    changed = spread.replace("amount * 7\n", "amount * 70\n")
+    path.write_text(changed, encoding="utf-8")
+    hook("claude-code", "session-start", {"session_id": "s-chg", "cwd": str(project),
+                                          "hook_event_name": "SessionStart",
+                                          "source": "compact"}, env)
+    assert "updatedToolOutput" not in read(changed, "toolu_fifth")
+    # Switched off in [routing]: whole.
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nreread_changes = false\n", encoding="utf-8")
+    path.write_text(changed + "# end\n", encoding="utf-8")
+    assert "updatedToolOutput" not in read(changed + "# end\n", "toolu_sixth")
+
+
+def test_a_changed_reread_of_a_file_stored_scrubbed_is_shown_whole(project: Path) -> None:
+    """OSIRIS stores a read with its secrets masked, so the stored text is not what the
+    model got: the changes would be shown against the wrong text. The re-read passes."""
+    env = env_for(project)
+    path = project / "settings.py"
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    before = f"GITHUB_TOKEN = \"{token}\"\n" + "".join(
+        f"OPTION_{i} = {i}  # the {i}th option of the service\n" for i in range(120))
+    after = before.replace("OPTION_60 = 60", "OPTION_60 = 61")
+
+    def read(content: str, use_id: str) -> dict[str, Any]:
+        post = {"session_id": "s-scrub", "cwd": str(project), "tool_name": "Read",
+                "hook_event_name": "PostToolUse", "tool_input": {"file_path": str(path)},
+                "tool_use_id": use_id, "tool_response": {"type": "text", "file": {
+                    "filePath": str(path), "content": content, "startLine": 1,
+                    "numLines": 121, "totalLines": 121}}}
+        return inner(hook("claude-code", "post-tool-use", post, env))
+
+    path.write_text(before, encoding="utf-8")
+    read(before, "toolu_1")
+    path.write_text(after, encoding="utf-8")
+    assert "updatedToolOutput" not in read(after, "toolu_2")
+    # Without the secret the same change is shown as its lines.
+    clean = after.replace(token, "set-me")
+    path.write_text(clean, encoding="utf-8")
+    read(clean, "toolu_3")
+    last = clean.replace("OPTION_61 = 61", "OPTION_61 = 62")
+    path.write_text(last, encoding="utf-8")
+    assert read(last, "toolu_4")["updatedToolOutput"]["file"]["startLine"] == 60  # line 63

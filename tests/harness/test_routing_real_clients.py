@@ -33,6 +33,7 @@ from osiris.harness.real_clients.model_script import (
 )
 from osiris.harness.real_clients.model_server import ModelServer
 from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
+from osiris.harness.real_clients.sessions import routes_of
 from osiris.harness.real_clients.trace_script import COMPACT_MARKER
 from tests.harness.real_clients import TOOLS, require_client
 
@@ -158,6 +159,45 @@ def test_claude_code_shows_a_mid_size_read_as_its_head_and_outline(tmp_path: Pat
     assert "NEEDLE-500" in results[2][-1]
     assert "updated" in results[3][-1].lower()
     assert "# edited" in mid.read_text("utf-8")
+
+
+def test_claude_code_shows_a_reread_after_an_edit_as_its_changed_lines(tmp_path: Path,
+                                                                       ) -> None:
+    """Read a file whole, Edit it, Read it whole again: the second result reaches the
+    model as the lines around the edit, numbered by Claude Code from where they are now,
+    with OSIRIS's note on where the rest is; the file can still be edited after it."""
+    require_client(CLAUDE_CODE)
+    workspace, extra = _workspace(tmp_path, CLAUDE_CODE)
+    mid = workspace.project / "mid.py"
+    lines = _big_file(mid, lines=300)
+    results = _run(CLAUDE_CODE, workspace, [
+        ToolCall("Read", {"file_path": str(mid)}),
+        ToolCall("Edit", {"file_path": str(mid), "old_string": lines[199],
+                          "new_string": "def function_200(x):  # edited\n    x = -x"}),
+        ToolCall("Read", {"file_path": str(mid)}),
+        ToolCall("Edit", {"file_path": str(mid), "old_string": lines[249],
+                          "new_string": "def function_250(x):  # edited too"})], extra)
+    assert "NEEDLE-300" in results[1][0]  # the first read: whole
+    again = results[3]
+    shown = again[-2]  # the last tool result (before it: the first read and the edit)
+    assert "NEEDLE-195" not in shown and "NEEDLE-205" not in shown
+    # Claude Code's numbering, from line 197 to line 204 (return x + 203), nothing after
+    assert re.search(r"^\s*197\t", shown, re.MULTILINE)
+    assert re.search(r"^\s*201\t\s*x = -x", shown, re.MULTILINE)
+    assert shown.splitlines()[-1].strip() == "204\t    return x + 203"
+    note = again[-1]
+    assert "changed since you read it whole" in note
+    assert "Lines 1-196 are as in that read." in note
+    assert "Lines 205-301 are that read's lines 204-300, moved by +1." in note
+    (ref,) = set(REF.findall(note))
+    assert _recall(workspace, ref) == mid.read_text("utf-8").replace(
+        "def function_250(x):  # edited too", lines[249])
+    assert "updated" in results[4][-1].lower()
+    assert "# edited too" in mid.read_text("utf-8")
+    # What the benchmark reports of it, from the session's journal.
+    routes = routes_of(workspace.osiris_home)
+    assert routes["route.read_changed"] == 1 and routes["route.served"] == 2
+    assert 1_500 < routes["read_changed_tokens_kept_out"] < 2_463
 
 
 def test_claude_code_gets_a_preview_of_a_large_command_output(tmp_path: Path) -> None:

@@ -38,12 +38,14 @@ CONFIGURATIONS = (BARE, OSIRIS, CONTEXT_MODE)
 """The configurations whose first prompt is measured
 (:mod:`osiris.harness.real_clients.capture`)."""
 OSIRIS_FEATURES: dict[str, dict[str, bool]] = {
-    "osiris-observe": {"read": False, "read_shape": False, "rereads": False, "shell": False,
-                       "mcp_outputs": False, "compaction": False},
+    "osiris-observe": {"read": False, "read_shape": False, "rereads": False,
+                       "reread_changes": False, "shell": False, "mcp_outputs": False,
+                       "compaction": False},
     "osiris-read": {"shell": False},
-    "osiris-shell": {"read": False, "read_shape": False, "rereads": False},
-    "osiris-read-shape": {"read": False, "rereads": False, "shell": False,
-                          "read_shape": True},
+    "osiris-shell": {"read": False, "read_shape": False, "rereads": False,
+                     "reread_changes": False},
+    "osiris-read-shape": {"read": False, "rereads": False, "reread_changes": False,
+                          "shell": False, "read_shape": True},
 }
 """OSIRIS with one routing feature at a time (``[routing]`` of an invariants file in a
 root of its own): ``osiris-observe`` is OSIRIS before routing (its hooks only watch);

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from osiris.core.cache_sim import Prompt, Segment, simulate
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.tokens import TokenCounter, default_counter
@@ -92,6 +94,7 @@ from osiris.harness.real_clients.workspaces import (
     unpack,
 )
 from osiris.harness.replay.workloads import Session, session_from_trace
+from osiris.store.db import ask_owner_to_release, connect_duckdb
 
 ROOT = Path("/tmp/osiris-bench-clients")  # noqa: S108 - fixed on purpose (see below)
 """Scratch root of every session, the same on every machine and run: the paths reach the
@@ -495,9 +498,40 @@ def _play(played: _Played, configuration: str, *, tools: Tools, repo: Path, root
                neutralised=json.dumps(dict(sorted(counts.neutralise.replaced.items()))),
                planned_calls=len(script.calls), prompts_sent=1 + len(turns),
                prompts_received=1 + script.prompts_received)
+    row["osiris_routes"] = json.dumps(routes_of(workspace.osiris_home), sort_keys=True)
     for turn in measured_turns:
         turn.update(session=name, client=client, configuration=configuration)
     return Measured(name, client, configuration, status, row["seconds"], measured_turns, row)
+
+
+def routes_of(home: Path) -> dict[str, int]:
+    """What OSIRIS's routing did in a session, from its home's journal: how many events
+    of each ``route.*`` kind, and ``read_changed_tokens_kept_out``, the file tokens the
+    changed re-reads did not show ({}: no OSIRIS home, or it cannot be read)."""
+    db = home / "osiris.duckdb"
+    if not db.exists():
+        return {}
+    ask_owner_to_release(home)  # it flushes what it holds, then lets go of the file
+    for _ in range(50):
+        try:
+            con = connect_duckdb(db, read_only=True)
+            break
+        except duckdb.Error:
+            time.sleep(0.1)
+    else:
+        return {}
+    try:
+        kinds = {str(k): int(n) for k, n in con.execute(
+            "SELECT kind, count(*) FROM events WHERE kind LIKE 'route.%' GROUP BY kind"
+        ).fetchall()}
+        kept_out = con.execute(
+            "SELECT coalesce(sum(CAST(body->>'tokens' AS BIGINT) - CAST(body->>'shown_tokens'"
+            " AS BIGINT)), 0) FROM events WHERE kind = 'route.read_changed'").fetchone()
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+    return {**kinds, "read_changed_tokens_kept_out": int(kept_out[0]) if kept_out else 0}
 
 
 def run_all(repo: Path, *, quick: bool = False,

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from osiris.harness.real_clients.configs import BARE, SESSION_CONFIGURATIONS
+from osiris.harness.real_clients.configs import BARE, OSIRIS, SESSION_CONFIGURATIONS
 from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, VERSIONS
 from osiris.harness.real_clients.sessions import (
     AUTO_COMPACT_WINDOW,
@@ -104,7 +104,8 @@ def render(rows: list[dict[str, Any]]) -> str:
               "OSIRIS runs with all its routing (*osiris*, the default `[routing]`), with "
               "none (*osiris-observe*: its hooks only watch, as before routing), and with one "
               "feature at a time (*osiris-read*: large reads windowed, re-reads answered with "
-              "a pointer; *osiris-shell*: large shell outputs replaced by a preview and ref "
+              "a pointer, or with the changed lines when the file changed since; "
+              "*osiris-shell*: large shell outputs replaced by a preview and ref "
               "after they ran); Codex has no `Read`, so there *osiris* is its shell "
               "routing. The features are switched by an invariants file in a root of its "
               "own, so the project tree is the trace's. "
@@ -116,8 +117,30 @@ def render(rows: list[dict[str, Any]]) -> str:
               "client that compacts drops its history, prompt head included, and re-sends "
               "far less afterwards; a configuration whose prompts grow more slowly may not "
               "reach the window before the trace ends.",
-              ""]
+              "", *_changed_rereads(rows)]
     return "\n".join(lines)
+
+
+def _changed_rereads(rows: list[dict[str, Any]]) -> list[str]:
+    """How often the *osiris* configuration showed a re-read as its changed lines, and
+    the tokens that kept out of the prompt at that moment (from each session's
+    journal, ``osiris_routes``)."""
+    mine = [r for r in rows if r["configuration"] == OSIRIS and r["client"] == CLAUDE_CODE
+            and r["status"] == "ok" and r.get("osiris_routes")]
+    if not mine:
+        return []
+    routes = [(r["session"], json.loads(r["osiris_routes"])) for r in mine]
+    changed = [(s, d) for s, d in routes if d.get("route.read_changed")]
+    pointers = sum(int(d.get("route.reread") or 0) for _, d in routes)
+    count = sum(int(d["route.read_changed"]) for _, d in changed)
+    kept_out = sum(int(d.get("read_changed_tokens_kept_out") or 0) for _, d in changed)
+    where = ", ".join(f"`{s}` {d['route.read_changed']}" for s, d in changed)
+    return [f"Re-reads in Claude Code with *osiris* ({len(mine)} sessions): {pointers} "
+            "repeated reads of unchanged files answered with a pointer; "
+            f"{count} whole-file reads of a file changed since it was read shown as their "
+            f"changed lines" + (f" ({where}), keeping {kept_out:,} tokens of file out of "
+                                "the prompt when they were read" if count else "")
+            + ".", ""]
 
 
 def _corpus_note(rows: list[dict[str, Any]], replay_only: list[str]) -> list[str]:
