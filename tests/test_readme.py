@@ -318,6 +318,10 @@ def test_a_bench_run_into_reports_regenerates_the_pages(tmp_path: Path) -> None:
     assert blocks == _expected(clone, clone / "reports")
     # The run's own figures (a quick run measures 10 calls), not the committed ones.
     assert "Measured over the first 10 calls" in blocks["hooks"]
+    assert "Codex's command hooks, over the first 10 shell calls" in " ".join(
+        blocks["hooks"].split())  # the page wraps its lines
+    perf = (clone / "reports" / "PERF.md").read_text("utf-8")
+    assert re.search(r"^\| Codex command hook PostToolUse \| 10 \|", perf, re.MULTILINE)
     assert "stages hooks" in blocks["duration"]
 
 

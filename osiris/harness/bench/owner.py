@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -233,19 +234,7 @@ def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[s
 
         def command(event: str, payload: dict[str, Any], env: dict[str, str] = env,
                     mode: str = mode) -> float:
-            # After: the command `osiris install` writes (clients.launcher: python -S);
-            # before: `python -m osiris hook`, as OSIRIS ran its hooks until then.
-            argv = launch_argv(sys.executable, "hook", "claude-code", event) \
-                if mode == "after" else [sys.executable, "-m", "osiris", "hook",
-                                         "claude-code", event]
-            began = time.perf_counter()
-            done = subprocess.run(argv, input=json.dumps(payload), capture_output=True,
-                                  text=True, env=env, timeout=120, check=False)
-            took = time.perf_counter() - began
-            # A skip is the hook's own line on stderr (the command may say "skipped").
-            if done.returncode != 0 or " skipped: " in done.stderr:
-                raise RuntimeError(f"hook {event} failed: {done.stdout} {done.stderr[-400:]}")
-            return took
+            return _command_hook("claude-code", event, payload, env, mode)
 
         command("pre-tool-use", calls[0][0])  # starts the owner (after): not timed
         pre = [command("pre-tool-use", p) for p, _ in calls]
@@ -281,6 +270,61 @@ def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[s
                  _row("mcp_tool hook PostToolUse (in server)", mode, server_post)]
         ask_owner_to_release(home)
     return rows
+
+
+def _command_hook(client: str, event: str, payload: dict[str, Any], env: dict[str, str],
+                  mode: str) -> float:
+    """One command hook, a process as the client starts it; its wall time. After: the
+    command `osiris install` writes (clients.launcher: python -S); before: `python -m
+    osiris hook`, as OSIRIS ran its hooks until then."""
+    argv = launch_argv(sys.executable, "hook", client, event) if mode == "after" \
+        else [sys.executable, "-m", "osiris", "hook", client, event]
+    began = time.perf_counter()
+    done = subprocess.run(argv, input=json.dumps(payload), capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    took = time.perf_counter() - began
+    # A skip is the hook's own line on stderr (the command may say "skipped").
+    if done.returncode != 0 or " skipped: " in done.stderr:
+        raise RuntimeError(f"{client} hook {event} failed: {done.stdout} "
+                           f"{done.stderr[-400:]}")
+    return took
+
+
+def codex_hook_round_trips(ctx: BenchContext, calls: list[CodexCall]) -> list[dict[str, Any]]:
+    """Codex's command hooks as Codex 0.169.0 runs them (a process per call, the finished
+    command's record already in the session's rollout when PostToolUse runs), both ways."""
+    rows: list[dict[str, Any]] = []
+    for mode in MODES:
+        home = ctx.workdir / f"owner-codex-hooks-{mode}"
+        env = _env(home, mode)
+        rollouts = home.parent / f"codex-rollouts-{mode}"
+        rollouts.mkdir(parents=True, exist_ok=True)
+        _command_hook("codex", "pre-tool-use", calls[0].pre, env, mode)  # not timed
+        pre, post = [], []
+        for call in calls:
+            pre.append(_command_hook("codex", "pre-tool-use", call.pre, env, mode))
+            rollout = rollouts / call.rollout
+            with rollout.open("a", encoding="utf-8") as fh:  # Codex writes it: not timed
+                fh.write(call.record + "\n")
+            post.append(_command_hook("codex", "post-tool-use",
+                                      {**call.post, "transcript_path": str(rollout)}, env,
+                                      mode))
+        rows += [_row("Codex command hook PreToolUse", mode, pre),
+                 _row("Codex command hook PostToolUse", mode, post)]
+        ask_owner_to_release(home)
+    return rows
+
+
+@dataclass(frozen=True)
+class CodexCall:
+    """One shell call of a Codex trace as its hooks see it: the PreToolUse and
+    PostToolUse inputs, and the line Codex appends to the session's rollout (file name
+    ``rollout``) when the command ends."""
+
+    pre: dict[str, Any]
+    post: dict[str, Any]
+    rollout: str
+    record: str
 
 
 def run_true(ctx: BenchContext, n: int) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ report gives medians and p99 over repeated runs.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from functools import partial
@@ -311,11 +312,43 @@ def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
+def _codex_hook_calls(repo: Any) -> list[Any]:
+    """The shell calls of the bundled Codex traces as Codex's hooks see them (one session
+    and one rollout per trace): ``Bash`` with the command, its output in the rollout
+    record Codex writes when the command ends."""
+    from osiris.core.routing import SHELL_TOOLS
+    from osiris.harness.bench.owner import CodexCall
+    from osiris.harness.importers.traces import find_traces, load_trace
+
+    out: list[CodexCall] = []
+    for n, path in enumerate(find_traces(repo / "datasets" / "traces")):
+        trace = load_trace(path)
+        if trace.format != "codex-cli":
+            continue
+        session, rollout = f"bench-codex-{n}", f"rollout-{n}.jsonl"
+        for i, step in enumerate(trace.steps):
+            command = step.args.get("command", step.args.get("cmd"))
+            if step.tool not in SHELL_TOOLS or not isinstance(command, str):
+                continue
+            call_id = f"call_{n}_{i}"
+            pre = {"session_id": session, "cwd": "/work", "hook_event_name": "PreToolUse",
+                   "tool_name": "Bash", "tool_input": {"command": command},
+                   "tool_use_id": call_id}
+            # The hook reads the whole output from the rollout, not from tool_response.
+            post = {**pre, "hook_event_name": "PostToolUse", "tool_response": step.output}
+            record = {"type": "event_msg", "payload": {"type": "item_completed", "item": {
+                "type": "CommandExecution", "id": call_id, "command": command,
+                "status": "failed" if step.is_error else "completed",
+                "aggregated_output": step.output, "exit_code": 1 if step.is_error else 0}}}
+            out.append(CodexCall(pre, post, rollout, json.dumps(record)))
+    return out
+
+
 def stage_hooks(ctx: BenchContext) -> StageResult:
     """Client hooks, before and after the store owner: the command hook's round trip
     (process start included) and the in-server path of an ``mcp_tool`` hook."""
     result = StageResult()
-    from osiris.harness.bench.owner import hook_round_trips
+    from osiris.harness.bench.owner import codex_hook_round_trips, hook_round_trips
     from osiris.harness.reports.owner import render_hooks
 
     n = 10 if ctx.quick else 100
@@ -323,6 +356,9 @@ def stage_hooks(ctx: BenchContext) -> StageResult:
     ctx.say(f"hooks: {len(calls)} PreToolUse + PostToolUse command hooks and in-server "
             "prechecks, each way")
     rows = hook_round_trips(ctx, calls)
+    codex = _codex_hook_calls(ctx.repo)[:n]
+    ctx.say(f"hooks: {len(codex)} Codex PreToolUse + PostToolUse command hooks, each way")
+    rows += codex_hook_round_trips(ctx, codex)
     result.add_rows("hook_perf", rows)
     result.perf_sections.append(render_hooks(rows))
     return result

@@ -54,6 +54,7 @@ def _get(rows: list[dict[str, Any]], measure: str, mode: str) -> dict[str, Any]:
 def render_hooks(rows: list[dict[str, Any]]) -> str:
     """The PERF.md section of the client hooks, before and after."""
     n = _get(rows, "command hook PreToolUse", "after")["n"]
+    codex = _get(rows, "Codex command hook PreToolUse", "after")["n"]
     return "\n".join([
         "## Client hooks",
         "",
@@ -67,7 +68,12 @@ def render_hooks(rows: list[dict[str, Any]]) -> str:
         "mcp_tool rows are the hooks `osiris install claude-code` writes: a call of "
         "`osiris_hook` (the hook input's fields as Claude Code passes them) to a running "
         "stdio server, timed at the client; what Claude Code adds around it is in the "
-        "real-client sessions of BENCHMARK.md.",
+        "real-client sessions of BENCHMARK.md."
+        + (f" The Codex rows are Codex's command hooks (`hook codex`, both ways as above) "
+           f"over the first {codex} shell calls of the bundled Codex traces, each call's "
+           "record appended to its session's rollout before PostToolUse, as Codex writes "
+           "it (the hook reads the whole output from there); what Codex adds around them "
+           "is in BENCHMARK.md's real-client sessions (added ms per call)." if codex else ""),
         "",
         *_ratio_table(rows),
         ""])

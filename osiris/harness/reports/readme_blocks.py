@@ -26,7 +26,7 @@ import statistics
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from osiris.harness.reports.bill import COST_OF_CLIENT, saved
 from osiris.harness.reports.report import (
@@ -291,7 +291,22 @@ def block_hooks(reports: Reports) -> str:
             f"a new process per call, takes {ms(pre['median_s'])} and "
             f"{ms(post['median_s'])} ms (p99 {ms(pre['p99_s'])} and {ms(post['p99_s'])} "
             f"ms) through the store owner, against {ms(pre_old['median_s'])} and "
-            f"{ms(post_old['median_s'])} ms when each hook opens the database itself.\n")
+            f"{ms(post_old['median_s'])} ms when each hook opens the database itself."
+            + _codex_hooks(reports) + "\n")
+
+
+def _codex_hooks(reports: Reports) -> str:
+    """Codex's command hooks, before and after, as a sentence (empty: not measured)."""
+    rows = [_row_of(reports, "hook_perf", f"Codex command hook {event}", mode)
+            for event in ("PreToolUse", "PostToolUse") for mode in ("before", "after")]
+    if any(r is None for r in rows):
+        return ""
+    pre_old, pre, post_old, post = cast(list[dict[str, Any]], rows)
+    return (f" Codex's command hooks, over the first {pre['n']} shell calls of the bundled "
+            f"Codex traces: {ms(pre['median_s'])} ms for PreToolUse and "
+            f"{ms(post['median_s'])} ms for PostToolUse (p99 {ms(pre['p99_s'])} and "
+            f"{ms(post['p99_s'])} ms), against {ms(pre_old['median_s'])} and "
+            f"{ms(post_old['median_s'])} ms without the store owner.")
 
 
 def block_owner(reports: Reports) -> str:
