@@ -65,6 +65,9 @@ MEDIUM = "".join(f"def step_{i}(state):\n" + "".join(
     for j in range(9)) + "\n" for i in range(40))
 """A mid-size file: a whole Read of it is shown as its first lines and an outline."""
 
+EDITED = "".join(f"def scale_{i}(x):\n    return x * {i}\n\n" for i in range(60))
+"""A file below the mid-size range: read whole, edited, read again."""
+
 
 def _log(lines: int = 3000) -> str:
     return "".join(f"2026-12-03 INFO worker {i % 7} handled request {i} in {i % 13} ms\n"
@@ -222,6 +225,17 @@ async def _mcp_session(settings: Settings, project: Path, out: Recorded) -> str:
                        "numLines": MEDIUM.count("\n"), "startLine": 1,
                        "totalLines": MEDIUM.count("\n")}},
                    **{**session, "tool_use_id": "t4"})
+        # A file read whole, edited, read whole again: shown as its changed lines.
+        edited = project / "edited.py"
+        for use_id, text in (("t5", EDITED), ("t6", EDITED.replace("x * 30", "x * 300"))):
+            edited.write_text(text, encoding="utf-8")
+            await call("hook", event="post-tool-use", hook_event_name="PostToolUse",
+                       tool_name="Read", tool_input={"file_path": str(edited)},
+                       tool_response={"type": "text", "file": {
+                           "filePath": str(edited), "content": text,
+                           "numLines": text.count("\n"), "startLine": 1,
+                           "totalLines": text.count("\n")}},
+                       **{**session, "tool_use_id": use_id})
         return task
 
 
