@@ -26,7 +26,12 @@ from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.environ import process_environment
 from osiris.harness.bench.context import BenchContext, StageResult
-from osiris.harness.bench.owner_load import kill_owners, spawn_observer, verify
+from osiris.harness.bench.owner_load import (
+    kill_owners,
+    release_together,
+    spawn_observer,
+    verify,
+)
 from osiris.harness.reports.owner import COLD_STARTS, HOST_LOOP, HOST_START, render
 from osiris.harness.stats import median, percentile
 from osiris.store.db import ask_owner_to_release
@@ -356,8 +361,13 @@ def throughput(ctx: BenchContext, per_writer: dict[str, int]) -> list[dict[str, 
         # Warm: the task rows exist, the owner runs (after); not timed.
         warm = spawn_observer(home, "warm", 1, 200, env=env)
         warm.communicate(timeout=120)
+        go = home.parent / f"{home.name}.go"
+        names = [f"w{n}" for n in range(3)]
+        for stale in (go, *(go.with_name(f"{go.name}.{n}.ready") for n in names)):
+            stale.unlink(missing_ok=True)
+        procs = [spawn_observer(home, name, count, 2000, env=env, go=go) for name in names]
+        release_together(go, names)  # started, tasks made: not timed
         began = time.perf_counter()
-        procs = [spawn_observer(home, f"w{n}", count, 2000, env=env) for n in range(3)]
         outs = [p.communicate(timeout=900) for p in procs]
         wall = time.perf_counter() - began
         lines = [json.loads(line) for out, _ in outs for line in out.splitlines() if line]

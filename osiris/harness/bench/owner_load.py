@@ -1,10 +1,11 @@
 """Load and faults on a home served by its store owner (:mod:`osiris.owner`).
 
-``python -m osiris.harness.bench.owner_load observe HOME NAME COUNT SIZE [STOP_FILE]`` starts
-a task through the owner and sends COUNT distinct ``observe`` calls of SIZE bytes (or
-until STOP_FILE exists, when COUNT is 0), printing one JSON line per call only after
-the owner acknowledged it (``ack``), and one per call that failed (``lost``: the owner
-died under it, or none answered). The tests kill owners under these writers; the
+``python -m osiris.harness.bench.owner_load observe HOME NAME COUNT SIZE [STOP_FILE|-]
+[GO_FILE]`` starts a task through the owner and sends COUNT distinct ``observe`` calls
+of SIZE bytes (or until STOP_FILE exists, when COUNT is 0; with GO_FILE, once every
+writer is ready), printing one JSON line per call only after the owner acknowledged it
+(``ack``), and one per call that failed (``lost``: the owner died under it, or none
+answered). The tests kill owners under these writers; the
 benchmark times them.
 """
 
@@ -29,8 +30,12 @@ from osiris.errors import OsirisError
 from osiris.owner_wire import LOCK_NAME, OwnerClient, socket_path, try_connect
 
 
-def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None) -> None:
-    """The writer: one task, then ``count`` observes (or until ``stop`` exists)."""
+def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None,
+                 go: Path | None = None) -> None:
+    """The writer: one task, then ``count`` observes (or until ``stop`` exists). With
+    ``go``: once its task exists, the writer says so (``<go>.<name>.ready``) and waits
+    for ``go`` before its first observe, so that writers started together write together
+    (a process start and a tokenizer load on a busy machine otherwise stagger them)."""
     # The owner's (or, with OSIRIS_STORE_OWNER=off, one opening the database per call).
     engine = open_engine(replace(Settings.from_env(), home=home))
     task_id = None
@@ -41,6 +46,10 @@ def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None
         except OsirisError:
             engine.close()
             time.sleep(0.01)
+    if go is not None:
+        go.with_name(f"{go.name}.{name}.ready").touch()
+        while not go.exists():
+            time.sleep(0.005)
     i = 0
     while (count and i < count) or (not count and not (stop and stop.exists())):
         text = f"payload {name} #{i} pid {os.getpid()}\n" + "line of tool output\n" * \
@@ -92,11 +101,22 @@ class Observer(subprocess.Popen[str]):
 
 def spawn_observer(home: Path, name: str, count: int, size: int,
                    stop: Path | None = None, env: dict[str, str] | None = None,
-                   ) -> Observer:
-    """Start a writer process of this module (``env``: its environment)."""
+                   go: Path | None = None) -> Observer:
+    """Start a writer process of this module (``env``: its environment; ``go``: see
+    :func:`observe_loop`)."""
     args = [sys.executable, "-m", "osiris.harness.bench.owner_load", "observe", str(home), name,
-            str(count), str(size)] + ([str(stop)] if stop else [])
+            str(count), str(size), str(stop) if stop else "-"] + ([str(go)] if go else [])
     return Observer(args, env)
+
+
+def release_together(go: Path, names: list[str], timeout_s: float = 300.0) -> None:
+    """Wait until every writer ``names`` started with ``go`` is ready, then let them all
+    write (a writer that died is found by its caller when it reads its output)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not all(
+            go.with_name(f"{go.name}.{name}.ready").exists() for name in names):
+        time.sleep(0.01)
+    go.touch()
 
 
 def owner_pid(home: Path) -> int | None:
@@ -234,8 +254,9 @@ def _wait_gone(pid: int) -> None:
 if __name__ == "__main__":
     if len(sys.argv) >= 6 and sys.argv[1] == "observe":
         observe_loop(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
-                     Path(sys.argv[6]) if len(sys.argv) > 6 else None)
+                     Path(sys.argv[6]) if len(sys.argv) > 6 and sys.argv[6] != "-" else None,
+                     Path(sys.argv[7]) if len(sys.argv) > 7 else None)
     else:
         sys.stderr.write("usage: python -m osiris.harness.bench.owner_load observe HOME NAME "
-                         "COUNT SIZE [STOP_FILE]\n")
+                         "COUNT SIZE [STOP_FILE|-] [GO_FILE]\n")
         sys.exit(2)
