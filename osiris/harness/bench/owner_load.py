@@ -34,8 +34,9 @@ def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None
                  go: Path | None = None) -> None:
     """The writer: one task, then ``count`` observes (or until ``stop`` exists). With
     ``go``: once its task exists, the writer says so (``<go>.<name>.ready``) and waits
-    for ``go`` before its first observe, so that writers started together write together
-    (a process start and a tokenizer load on a busy machine otherwise stagger them)."""
+    for ``go`` before its first counted observe, so that writers started together write
+    together (a process start and a tokenizer load on a busy machine otherwise stagger
+    them)."""
     # The owner's (or, with OSIRIS_STORE_OWNER=off, one opening the database per call).
     engine = open_engine(replace(Settings.from_env(), home=home))
     task_id = None
@@ -47,13 +48,20 @@ def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None
             engine.close()
             time.sleep(0.01)
     if go is not None:
+        # One observe first, not counted: a writer's first call loads its tokenizer and
+        # payload work (0.6 s here), which would stagger writers released together.
+        try:
+            engine.observe(task_id, "result", tool="Bash",
+                           args={"command": f"echo {name} warm"},
+                           result=_payload(f"{name} warm", size))
+        except OsirisError:
+            engine.close()  # the owner died under it: the counted calls find out
         go.with_name(f"{go.name}.{name}.ready").touch()
         while not go.exists():
             time.sleep(0.005)
     i = 0
     while (count and i < count) or (not count and not (stop and stop.exists())):
-        text = f"payload {name} #{i} pid {os.getpid()}\n" + "line of tool output\n" * \
-            max(size // 20, 1)
+        text = _payload(f"{name} #{i}", size)
         started = time.perf_counter()
         try:
             answer = cast(ObserveStored, engine.observe(
@@ -67,6 +75,11 @@ def observe_loop(home: Path, name: str, count: int, size: int, stop: Path | None
                    "latency_s": time.perf_counter() - started})
         i += 1
     engine.close()
+
+
+def _payload(label: str, size: int) -> str:
+    """A distinct tool output of about ``size`` bytes."""
+    return f"payload {label} pid {os.getpid()}\n" + "line of tool output\n" * max(size // 20, 1)
 
 
 def _emit(doc: dict[str, object]) -> None:
