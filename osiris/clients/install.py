@@ -109,9 +109,11 @@ class InstallRequest:
         env = {"OSIRIS_HOME": str(self.osiris_home)}
         if self.roots:
             env["OSIRIS_ROOTS"] = ";".join(str(root) for root in self.roots)
-        if self.client == "claude-code" and self.hooks != "none":
+        if self.client in ("claude-code", "codex") and self.hooks != "none":
             # The hooks start, observe and precheck every call: the agent needs only
-            # osiris_recall, and pays for every other tool name and note in every request.
+            # osiris_recall, and pays for every other tool name and note in every request
+            # (Codex lists every tool of every server in each request, with its schema:
+            # what OSIRIS adds there is in osiris/harness/data/client_heads.json).
             env["OSIRIS_SURFACE"] = "hooks"
         return env
 

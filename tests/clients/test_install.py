@@ -217,7 +217,8 @@ def test_fresh_install_writes_the_entries_and_uninstall_leaves_nothing(
     # Claude Code's tool hooks call the server's osiris_hook, which it then lists.
     assert server["env"].get("OSIRIS_HOOK_TOOL") == ("on" if client == "claude-code" else None)
     # …and the agent, whose calls the hooks route, sees only osiris_recall.
-    assert server["env"].get("OSIRIS_SURFACE") == ("hooks" if client == "claude-code" else None)
+    assert server["env"].get("OSIRIS_SURFACE") == (
+        "hooks" if client in ("claude-code", "codex") else None)
     touched = [world.server_file(client, scope)]
     if client == "claude-code":
         hooks_file = world.hooks_file(scope)
