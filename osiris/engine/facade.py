@@ -318,7 +318,8 @@ class Engine:
             self.ctx, tx, task_id, result, tool=tool, args=args,
             failed=exit_code not in (0, None), config=config,
             threshold=config.shell_min_tokens if priced else config.shell_preview_tokens,
-            kind="shell" if priced else None, session=session)
+            kind="shell" if priced else None, session=session,
+            preview_tokens=None if priced else config.sized_preview_tokens)
         if stored is None:
             return None
         complete = bool(shell.get("complete", True))

@@ -136,20 +136,23 @@ PREVIEW_FRAME_TOKENS = 60
 def store_output(ctx: EngineContext, tx: Tx, task_id: str, text: str, *, tool: str,
                  args: dict[str, Any], failed: bool, config: RoutingConfig,
                  threshold: int, kind: str | None = None,
-                 session: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                 session: dict[str, Any] | None = None,
+                 preview_tokens: int | None = None) -> dict[str, Any] | None:
     """Store a command's (or an MCP tool's) whole output; the preview that stands in for
     it when it is over ``threshold`` tokens and, for a client hook's output (``kind``
-    given), routing it pays (:func:`pays`), else None (the output is shown as is)."""
+    given), routing it pays (:func:`pays`), else None (the output is shown as is).
+    ``preview_tokens``: the preview's size (default ``config.preview_tokens``)."""
     tokens = ctx.counter.count(text)
     if tokens <= threshold:
         return None
-    shown = min(tokens, config.preview_tokens) + PREVIEW_FRAME_TOKENS
+    budget = preview_tokens or config.preview_tokens
+    shown = min(tokens, budget) + PREVIEW_FRAME_TOKENS
     if kind is not None and not pays(
             ctx, tx, task_id, kind=kind, result_tokens=tokens, shown_tokens=shown,
             session=session, config=config, what=f"{tool} {args_fingerprint(tool, args)[0]}"):
         return None
     stored = store_payload(ctx, tx, task_id, text, via=f"route.{tool}")
-    preview = make_preview(stored.text, budget_tokens=config.preview_tokens,
+    preview = make_preview(stored.text, budget_tokens=budget,
                            counter=ctx.counter, kind="error" if failed else "result")
     args_text, _ = args_fingerprint(tool, args)
     journal(tx, "route.output", {"tool": tool, "args": args_text[:500], "ref": stored.ref,

@@ -230,6 +230,32 @@ def test_codex_shell_output_is_replaced_with_its_exit_status(project: Path,
     assert "decision" not in hook("codex", "post-tool-use", other, env_for(project))
 
 
+def test_codex_previews_are_sized_by_sized_preview_tokens(project: Path, tmp_path: Path,
+                                                          osiris_home: Path) -> None:
+    """Codex routes by size: its preview is ``sized_preview_tokens`` (300, tuned on the
+    Codex sessions), which ``[routing]`` changes; Claude Code's stays ``preview_tokens``."""
+    whole = "".join(f"line {i}: building module_{i} with flags -O2 -g\n" for i in range(3_000))
+
+    def routed(session: str) -> int:
+        rollout = tmp_path / f"rollout-{session}.jsonl"
+        codex_rollout(rollout, f"call_{session}", whole, 0)
+        payload = {"session_id": session, "cwd": str(project), "hook_event_name": "PostToolUse",
+                   "transcript_path": str(rollout), "tool_name": "Bash",
+                   "tool_input": {"command": "make"}, "tool_use_id": f"call_{session}",
+                   "tool_response": whole[:5_000]}
+        assert hook("codex", "post-tool-use", payload, env_for(project))["decision"] == "block"
+        rows = home_rows(osiris_home, "SELECT body->>'preview_tokens' FROM events WHERE "
+                                      "kind = 'route.output' ORDER BY seq DESC LIMIT 1")
+        return int(rows[0][0])
+
+    size = routing.RoutingConfig.sized_preview_tokens  # the budget, within a line or two
+    assert size - 40 <= routed("s-sized") <= size + 10
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nsized_preview_tokens = 900\n", encoding="utf-8")
+    assert 860 <= routed("s-sized-900") <= 910
+
+
 def test_a_mid_size_shell_output_is_priced_in_claude_code_only(
         project: Path, tmp_path: Path, osiris_home: Path) -> None:
     """An output of about a thousand tokens: in Claude Code, early in a session, keeping
