@@ -201,18 +201,26 @@ def test_the_trace_script_keeps_skips_and_classifies_needs(tmp_path: Path) -> No
                         ) == FinalText("OK")
 
 
+def _grep_after_compaction(script: TraceScript, read_result: str, summary: str
+                           ) -> tuple[ToolCall, list[dict[str, Any]]]:
+    """The Read answered, then the client compacted (the summary replaces the history):
+    the retrieval the script asks for next, and the compacted history."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    read = _ask(script, history)
+    history += _answered(read, read_result)
+    one = _ask(script, history)
+    compacted = [{"role": "user", "content": summary}, *_answered(one, "one")]
+    grep = _ask(script, compacted)
+    assert isinstance(grep, ToolCall) and grep.name == "Grep"
+    return grep, compacted
+
+
 def test_a_need_the_prompt_lost_is_retrieved_with_the_clients_own_grep(
         tmp_path: Path) -> None:
     script, project = _script_for(tmp_path)
-    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    read = _ask(script, history)
-    history += _answered(read, "the_anchor_value = 42")
-    one = _ask(script, history)
     # The client compacted: the Read's result is gone; the summary says "anchor".
-    compacted = [{"role": "user", "content": "Summary: look for the anchor value."},
-                 *_answered(one, "one")]
-    grep = _ask(script, compacted)
-    assert isinstance(grep, ToolCall) and grep.name == "Grep"
+    grep, compacted = _grep_after_compaction(script, "the_anchor_value = 42",
+                                             "Summary: look for the anchor value.")
     assert grep.input["pattern"] == "anchor"  # the longest part the prompt shows
     assert grep.input["path"] == f"{project}/notes.txt"
     after = _ask(script, compacted + _answered(grep, "2:the_anchor_value = 42"))
@@ -220,6 +228,30 @@ def test_a_need_the_prompt_lost_is_retrieved_with_the_clients_own_grep(
     assert script.needs[0].outcome == "retrieved" and script.needs[0].calls == 1
     assert [e["kind"] for e in script.events] == ["trace", "trace", "skipped", "retrieval",
                                                   "trace"]
+
+
+def test_needs_of_one_output_due_together_are_searched_in_one_call(tmp_path: Path) -> None:
+    """As the replay does: the needs of one source due at one call are one search, the
+    queries (each by the visible rule) joined; both come back from it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    session = _tiny_session(project)
+    (project / "notes.txt").write_text(
+        "alpha\nthe_anchor_value = 42\nthe_other_value = 7\nomega\n", encoding="utf-8")
+    session.steps[0].output = "the_anchor_value = 42\nthe_other_value = 7"
+    session.steps[0].needs = [Need("the_anchor_value", 3, "identifier"),
+                              Need("the_other_value", 3, "identifier")]
+    paths = PathMap("/orig", project, tmp_path / "tmp")
+    script = TraceScript(CLAUDE_CODE, plan(session, CLAUDE_CODE, paths), session, paths)
+    grep, compacted = _grep_after_compaction(
+        script, "the_anchor_value = 42\nthe_other_value = 7",
+        "Summary: the anchor value; the other value.")
+    assert grep.input["pattern"] == "anchor|other"
+    after = _ask(script, compacted + _answered(
+        grep, "2:the_anchor_value = 42\n3:the_other_value = 7"))
+    assert isinstance(after, ToolCall) and after.input == {"command": "echo done"}
+    assert [s.outcome for s in script.needs] == ["retrieved", "retrieved"]
+    assert [e["kind"] for e in script.events].count("retrieval") == 1
 
 
 def test_segments_carry_the_clients_cache_breakpoints() -> None:

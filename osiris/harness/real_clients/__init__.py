@@ -11,7 +11,8 @@
 * :mod:`.workspaces` — the source tree of a trace (``datasets/workspaces/``), unpacked
   into a fresh git repository.
 * :mod:`.trace_script` — a real trace played by the scripted model, needs kept or
-  retrieved with the client's own tools by the visible rule.
+  retrieved by the visible rule (``osiris_recall`` where the client lists it, else the
+  client's own tools; the needs of one output due together in one search).
 * :mod:`.sessions` — ``osiris bench clients``: every trace in its client and every
   configuration, measured from the request bodies.
 

@@ -259,7 +259,8 @@ def render(rows: list[dict[str, Any]]) -> str:
         "same configuration, with OSIRIS's defaults. A need the prompt no longer shows is "
         "retrieved by the visible rule: with the `osiris recall` command OSIRIS's "
         "preview or stub shows, else by running the source command again through "
-        "`grep`; a need the command's whole output never held (the checkout differs) is "
+        "`grep` (the needs of one output due at the same call in one search); a need "
+        "the command's whole output never held (the checkout differs) is "
         f"left out of both. Cost: `{COST_MODEL}` (automatic prefix caching). *vs bare* is "
         "the gain against bare (negative: more).", "",
         "| session | configuration | status | prompts | cumulative input | vs bare | cost "

@@ -29,7 +29,11 @@ final answer) it looks at the prompt it has just received:
   first line the search found (then the lines above it), as an agent reading the
   search's line numbers would; a command's output is searched by running the command
   again through ``grep -n -F``, then paged through ``sed -n`` the same way; a
-  ``Grep``/``Glob`` result by issuing it again. Each retrieval call is counted; after
+  ``Grep``/``Glob`` result by issuing it again. The needs of one source due at the same
+  call are searched together, as the replay does and as an agent that needs several lines
+  of one output for one edit asks once: the search carries every such need's query
+  (``Grep`` and ``osiris_recall`` an alternation, ``grep -F`` one ``-e`` each), and a need
+  it brought back needs no call of its own. Each retrieval call is counted; after
   :data:`~osiris.harness.replay.retrieval.MAX_CALLS` calls the need is **lost**.
 
 A need whose source result is an OSIRIS preview (its footer names the ref and says to
@@ -139,6 +143,11 @@ class _Retrieval:
     offers ``osiris_recall``: the need is fetched from it, as the footer says."""
     follow: dict[str, Any] | None = None
     """A truncated recall answer's ``next`` arguments (followed verbatim)."""
+    also: list[str] = field(default_factory=list)
+    """The queries of the other needs due now from the same source: searched together."""
+
+    def queries(self) -> list[str]:
+        return [q for q in [self.query, *self.also] if q]
 
 
 _HIT = re.compile(r"^(?:[^\n:]*:)?(\d+)[:-]", re.MULTILINE)
@@ -288,6 +297,17 @@ class TraceScript:
                     state.on_disk = state.need.text in _read(state.file)
 
     # -- the next action ---------------------------------------------------------------
+    def _retrieval_of(self, state: NeedState, visible: str) -> _Retrieval:
+        """The retrieval of ``state``'s need, its search carrying the queries of the other
+        needs due now from the same source (each by the visible rule)."""
+        retrieval = _Retrieval(state, query_for(state.need.text, visible, "visible"))
+        for other in self._queue:
+            if other.source == state.source and other.need.text not in visible:
+                q = query_for(other.need.text, visible, "visible")
+                if q and q != retrieval.query and q not in retrieval.also:
+                    retrieval.also.append(q)
+        return retrieval
+
     def _next(self, request: ModelRequest, results: Mapping[str, tuple[str, bool]]
               ) -> Action:
         visible = prompt_text(request.body)
@@ -313,7 +333,7 @@ class TraceScript:
                 if state.need.text in visible:
                     state.outcome = "kept"
                     continue
-                retrieval = _Retrieval(state, query_for(state.need.text, visible, "visible"))
+                retrieval = self._retrieval_of(state, visible)
                 call = self._retrieval_call(retrieval, visible)
                 if call is None:
                     state.outcome = "lost"
@@ -438,7 +458,8 @@ class TraceScript:
             r.follow = recall_next(self._last_result())
         if not r.searched and r.query:
             r.searched = True
-            return {"ref": r.ref, "op": "grep", "pattern": re.escape(r.query)}
+            return {"ref": r.ref, "op": "grep",
+                    "pattern": "|".join(re.escape(q) for q in r.queries())}
         r.searched = True
         if r.follow is not None:
             return {"ref": r.ref, **r.follow}
@@ -460,7 +481,8 @@ class TraceScript:
                 return going_on.group(1)
         if not r.searched and r.query:
             r.searched = True
-            return f"osiris recall {r.ref} --grep {shlex.quote(re.escape(r.query))}"
+            return (f"osiris recall {r.ref} --grep "
+                    f"{shlex.quote('|'.join(re.escape(q) for q in r.queries()))}")
         r.searched = True
         if r.page and _shell_failed(last):
             return None  # past the end of the stored output
@@ -479,16 +501,17 @@ class TraceScript:
     def _search(self, r: _Retrieval, tool: str, planned: Planned
                 ) -> tuple[str, dict[str, Any]] | None:
         assert r.query is not None
+        patterns = " ".join(f"-e {shlex.quote(q)}" for q in r.queries())
         if r.state.file:
             if self.client == CLAUDE_CODE:
-                return "Grep", {"pattern": re.escape(r.query), "path": r.state.file,
-                                "output_mode": "content", "-n": True}
-            return self._shell(f"grep -n -F -e {shlex.quote(r.query)} "
+                return "Grep", {"pattern": "|".join(re.escape(q) for q in r.queries()),
+                                "path": r.state.file, "output_mode": "content", "-n": True}
+            return self._shell(f"grep -n -F {patterns} "
                                f"{shlex.quote(r.state.file)}", "Search the file")
         command = _command_of(planned)
         if command is None:
             return None
-        return self._shell(f"({command}) 2>&1 | grep -n -F -e {shlex.quote(r.query)}",
+        return self._shell(f"({command}) 2>&1 | grep -n -F {patterns}",
                            "Search the earlier output")
 
     def _page(self, r: _Retrieval,  # noqa: PLR0911 - one return per way a page ends
