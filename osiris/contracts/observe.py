@@ -127,6 +127,25 @@ class ShellReplaced(TypedDict):
     it, as Codex does past 64 KiB)."""
 
 
+class ReadReplaced(TypedDict):
+    """A Claude Code ``Read`` OSIRIS answers with part of the file (the hook puts
+    ``content`` where the client would have shown the whole file)."""
+
+    content: str
+    """The lines shown: the file's first lines (a mid-size read shaped), or the lines
+    that hold every change since the earlier read (a re-read after an edit)."""
+    lines: int
+    """How many lines ``content`` holds."""
+    start: NotRequired[int]
+    """The file line ``content`` starts at (absent: 1)."""
+    context: str
+    """The note shown beside them: where the rest is, and how to get it."""
+    ref: str | None
+    """Ref of the whole file as read (None: the read was not stored)."""
+    tokens: int
+    """Tokens of the whole file."""
+
+
 class Called(Observed):
     """An observe of a call (action, result, error, file): LoopGuard and prune ran."""
 
@@ -139,6 +158,9 @@ class Called(Observed):
     in a loop that owns its history."""
     replaced: NotRequired[ShellReplaced]
     """Only for a client hook through the Python API: the output's replacement."""
+    replaced_read: NotRequired[ReadReplaced]
+    """Only for a Claude Code hook through the Python API: part of a ``Read`` shown in
+    place of the whole file."""
 
 
 class ObservePrompt(Observed):

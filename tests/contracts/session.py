@@ -45,6 +45,9 @@ class Recorded:
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     views: dict[str, Any] = field(default_factory=dict)
     """The engine's other answers, by ``Engine`` method (resources and Python API)."""
+    hooked: list[Any] = field(default_factory=list)
+    """Observe answers of a client hook through the Python API (``hook``, ``replaced``,
+    ``replaced_read``), checked against ``osiris_observe``'s record."""
 
 
 def _project(root: Path) -> Path:
@@ -285,6 +288,16 @@ def record_session(home: Path, project_root: Path, **env: str) -> Recorded:
             out.views["route_output"] = engine.route_output(
                 "session:s-api", _log(), tool="Bash", args={"command": "make test"},
                 failed=True, client="claude-code")
+            medium = str(project / "medium.py")
+            for use_id in ("a1", "a2"):  # shaped, then a re-read of the unchanged file
+                out.hooked.append(engine.observe(
+                    "session:s-api", "result", tool="Read", args={"file_path": medium},
+                    result=MEDIUM, client=ClaudeCode.traits, cwd=str(project),
+                    tool_use_id=use_id, session={"prompt_tokens": 30_000}))
+            out.hooked.append(engine.observe(
+                "session:s-api", "result", tool="Bash", args={"command": "make test"},
+                result=_log(), client=ClaudeCode.traits, cwd=str(project),
+                shell={"exit_code": 1, "complete": True}, session={"prompt_tokens": 30_000}))
     finally:
         for k, v in saved.items():
             if v is None:

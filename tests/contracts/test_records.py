@@ -108,6 +108,16 @@ def test_the_engines_other_answers_are_their_records(session: Recorded) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def test_a_hooks_observe_through_the_python_api_is_its_record(session: Recorded) -> None:
+    """What a client hook's observe adds (advice, an output's or a read's replacement)
+    is part of ``osiris_observe``'s record too."""
+    schema = OUTPUT_SCHEMAS["observe"]
+    wrong = [p for answer in session.hooked for p in _problems(schema, answer)]
+    assert not wrong, "\n".join(wrong)
+    fields = {f for answer in session.hooked for f in answer}
+    assert {"hook", "replaced", "replaced_read"} <= fields, fields
+
+
 def test_the_published_schemas_are_the_records() -> None:
     done = subprocess.run([sys.executable, "-m", "osiris.contracts.schemas", "--check"],
                           capture_output=True, text=True, timeout=120, check=False)
