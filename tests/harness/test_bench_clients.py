@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from osiris.harness.real_clients import tables
 from osiris.harness.real_clients.configs import BARE, OSIRIS, install
 from osiris.harness.real_clients.model_script import (
     ANTHROPIC,
@@ -524,3 +525,19 @@ def test_an_interactive_corpus_session_is_played_prompt_by_prompt_and_compacts_o
     # The second prompt arrived after the first turn's answer, once.
     at = [i for i, text in enumerate(asked) if second.strip()[:200] in text]
     assert at and at[0] > 0
+
+
+def test_the_first_prompt_table_compares_each_configuration_on_its_own_sessions() -> None:
+    """A configuration run on fewer sessions than bare is compared with bare on those
+    sessions: its extra tokens, not the difference between two sets of sessions."""
+    def row(session: str, configuration: str, first: int) -> dict[str, Any]:
+        return {"client": CLAUDE_CODE, "status": "ok", "session": session,
+                "configuration": configuration, "first_prompt_tokens": first}
+    rows = [row("small", "bare", 100), row("large", "bare", 9_000),
+            row("small", "osiris", 120), row("large", "osiris", 9_020),
+            row("large", "osiris-observe", 9_030)]
+    lines = {line.split(" | ")[1]: line for line in tables.shares(rows)[2:]}
+    assert lines["osiris-observe"].startswith(
+        "| claude-code | osiris-observe | 1 | 9,030 | +30 |")
+    assert lines["osiris"].startswith("| claude-code | osiris | 2 | 4,570 | +20 |")
+    assert lines["bare"].startswith("| claude-code | bare | 2 | 4,550 | +0 |")

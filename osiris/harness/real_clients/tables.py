@@ -171,25 +171,32 @@ def _compactions(row: Mapping[str, Any]) -> str:
 
 
 def shares(rows: list[dict[str, Any]]) -> list[str]:
-    """What each configuration adds to the first prompt, and how its MCP tools arrive."""
-    out = ["| client | configuration | first prompt (median) | vs bare | MCP tool definitions "
-           "| hook texts in tool results |", "|---|---|---|---|---|---|"]
+    """What each configuration adds to the first prompt, and how its MCP tools arrive:
+    *vs bare* is the median, over the sessions the configuration ran, of its first prompt
+    minus the bare client's in the same session (the per-feature configurations run on
+    fewer sessions than bare, so their medians alone would compare other sessions)."""
+    out = ["| client | configuration | sessions | first prompt (median) | vs bare (same "
+           "sessions, median) | MCP tool definitions | hook texts in tool results |",
+           "|---|---|---|---|---|---|---|"]
     for client in (CLAUDE_CODE, CODEX):
         ok = [r for r in rows if r["client"] == client and r["status"] == "ok"]
-        bare = [r["first_prompt_tokens"] for r in ok if r["configuration"] == BARE]
+        bare = {r["session"]: r["first_prompt_tokens"] for r in ok
+                if r["configuration"] == BARE}
         for configuration in SESSION_CONFIGURATIONS:
             mine = [r for r in ok if r["configuration"] == configuration]
             if not mine:
                 continue
             first = statistics.median(r["first_prompt_tokens"] for r in mine)
-            delta = first - statistics.median(bare) if bare else None
+            paired = [r["first_prompt_tokens"] - bare[r["session"]] for r in mine
+                      if r["session"] in bare]
+            delta = statistics.median(paired) if paired else None
             defined = max(int(r.get("mcp_tools_defined") or 0) for r in mine)
             deferred = any(r.get("mcp_tools_deferred") for r in mine)
             how = ("none" if configuration == BARE else "deferred (names only, behind tool "
                    "search)" if deferred else f"{defined} sent in full" if defined else
                    "sent in full")
             notes = sum(int(r.get("osiris_hook_notes") or 0) for r in mine)
-            out.append(f"| {client} | {configuration} | {first:,.0f} | "
+            out.append(f"| {client} | {configuration} | {len(mine)} | {first:,.0f} | "
                        f"{'—' if delta is None else f'{delta:+,.0f}'} | {how} | "
                        f"{notes if configuration.startswith('osiris') else '—'} |")
     return out
