@@ -486,8 +486,10 @@ def block_clients(reports: Reports) -> str:
         return NO_CLIENTS
     lines = [f"Real sessions run again inside the real clients ({_versions()}), offline "
              "against a scripted model that issues each session's calls in its workspace "
-             "and retrieves what the prompt lost with the client's own tools; every figure "
-             "is counted from the requests the client sent, and billed as the provider "
+             "and retrieves what the prompt lost by what it can see (with the client's own "
+             "tools, or `osiris_recall` where the client lists it; the needs of one output "
+             "due at the same call in one search); every figure is counted from the "
+             "requests the client sent, and billed as the provider "
              "bills them (cache writes and reads, compaction requests included). "
              "*Saved*: OSIRIS or a peer costs or sends less than the bare client; "
              "*more*: it costs or sends more. *osiris* has every routing feature on "
