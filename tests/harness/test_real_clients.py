@@ -133,6 +133,22 @@ def test_a_search_in_a_client_prints_its_hits_in_the_same_order_every_run(
     assert hits == sorted(hits)
 
 
+def test_codex_commands_find_its_ripgrep_before_its_shell_snapshot_is_ready(
+        tmp_path: Path) -> None:
+    """Codex takes its shell snapshot in the background and does not wait for it: the
+    first commands of a session on a busy machine ran in a login shell whose
+    /etc/profile dropped Codex's ripgrep from PATH ("rg: command not found" once, the hits
+    the next run). A login profile that takes 3 s makes the snapshot late every time."""
+    require_client(CODEX)
+    workspace = Workspace(tmp_path / "cx").reset(CODEX)
+    (workspace.home / ".bash_profile").write_text("sleep 3\n", encoding="utf-8")
+    (workspace.project / "a.txt").write_text("needle\n", encoding="utf-8")
+    results = _session(CODEX, ToolCall("exec_command", {"cmd": "rg -l needle"}), workspace,
+                       ("-m", "gpt-5-codex"))
+    (output,) = results[1]
+    assert output.split("Output:\n", 1)[1].split() == ["a.txt"]
+
+
 def test_a_commit_the_session_makes_has_the_same_hash_every_run(tmp_path: Path) -> None:
     """A commit's hash covers its dates: a stash the agent pops names another hash each
     run unless the clients' commands commit at a fixed date."""

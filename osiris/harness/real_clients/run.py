@@ -155,7 +155,15 @@ def point_codex_at(workspace: Workspace, base_url: str) -> None:
 
     Keeps everything else in the file (an ``osiris install codex`` entry, context-mode's
     server). Without ``features.plugins = false`` and ``analytics.enabled = false`` Codex
-    looks up github.com and chatgpt.com names (FACTS.md)."""
+    looks up github.com and chatgpt.com names (FACTS.md).
+
+    ``features.login_shell_package_path``: Codex puts its own ripgrep on the PATH of its
+    commands through its shell snapshot, which it takes in the background at start and does
+    not wait for; a command run before the snapshot is ready runs in a plain login shell,
+    whose ``/etc/profile`` sets PATH anew, and ``rg`` is not found (on a busy machine the
+    first commands of a session). With the feature the login shell keeps Codex's directory
+    too: every command sees the PATH a snapshot gives, whenever it runs. The prompts are the
+    same with and without it."""
     path = workspace.codex_home / "config.toml"
     document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else (
         tomlkit.document())
@@ -168,6 +176,7 @@ def point_codex_at(workspace: Workspace, base_url: str) -> None:
                                  "stream_max_retries": 0}
     features = document.setdefault("features", tomlkit.table())
     features["plugins"] = False
+    features["login_shell_package_path"] = True
     analytics = document.setdefault("analytics", tomlkit.table())
     analytics["enabled"] = False
     path.write_text(tomlkit.dumps(document), encoding="utf-8")
