@@ -24,6 +24,7 @@ from osiris.core.routing import RoutingConfig
 from osiris.engine.context import EngineContext, journal
 from osiris.engine.payloads import args_fingerprint, store_payload
 from osiris.errors import OsirisError
+from osiris.store import statements
 from osiris.store.files import read_text_file, resolve_in_roots
 from osiris.store.state import Tx
 
@@ -105,7 +106,7 @@ def _outline(ctx: EngineContext, text: str, path: str, budget: int) -> tuple[lis
 
 def requests_so_far(tx: Tx, task_id: str) -> int:
     """The calls the task has made (each a request of the client's model, about)."""
-    row = tx.con.execute("SELECT count(*) FROM calls WHERE task_id = ?", [task_id]).fetchone()
+    row = tx.con.execute(statements.CALL_COUNT, [task_id]).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -186,11 +187,7 @@ def shape_read(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, A
         return None
     found = _file_digest(ctx, path, cwd)
     where = found[0] if found else _absolute(path, cwd)
-    if tx.con.execute(
-            "SELECT 1 FROM events e WHERE e.task_id = ? AND e.kind = 'route.read_shaped'"
-            " AND e.body->>'path' = ? AND NOT EXISTS (SELECT 1 FROM events c WHERE"
-            " c.task_id = e.task_id AND c.kind = 'client.compacted' AND c.seq > e.seq)"
-            " LIMIT 1", [task_id, where]).fetchone() is not None:
+    if tx.con.execute(statements.READ_SHAPED, [task_id, where]).fetchone() is not None:
         return None
     head = "\n".join(lines[:keep])  # no newline after: Claude Code would number an empty line
     outline, cut = _outline(ctx, content, where, config.outline_tokens)
@@ -306,15 +303,9 @@ def _earlier_whole_read(ctx: EngineContext, tx: Tx, task_id: str, path: str,
     """The last whole read of ``path`` served to this context (its ``route.served`` seq,
     the text the model got, the client's call id), when it is stored verbatim and no
     compaction has happened since (which may have taken it out of the prompt)."""
-    row = tx.con.execute(
-        "SELECT seq, body->>'ref', body->>'content_sha256', body->>'tool_use_id' FROM events"
-        " WHERE task_id = ? AND kind = 'route.served' AND body->>'path' = ?"
-        " AND coalesce(body->>'subagent', '') = ? AND coalesce(body->>'offset', '') = ''"
-        " AND coalesce(body->>'limit', '') = '' ORDER BY seq DESC LIMIT 1",
-        [task_id, path, subagent or ""]).fetchone()
+    row = tx.con.execute(statements.WHOLE_READ, [task_id, path, subagent or ""]).fetchone()
     if row is None or row[1] is None or row[2] is None or tx.con.execute(
-            "SELECT 1 FROM events WHERE task_id = ? AND seq > ? AND kind = 'client.compacted'"
-            " LIMIT 1", [task_id, row[0]]).fetchone() is not None:
+            statements.COMPACTED_SINCE, [task_id, row[0]]).fetchone() is not None:
         return None
     try:
         text = ctx.store.refs.get(row[1]).decode("utf-8")
@@ -343,17 +334,12 @@ def reread(ctx: EngineContext, tx: Tx, task_id: str, tool_input: dict[str, Any],
     if found is None:
         return None
     row = tx.con.execute(
-        "SELECT seq, body->>'sha256', body->>'tool_use_id' FROM events WHERE task_id = ?"
-        " AND kind = 'route.served' AND body->>'path' = ? AND coalesce(body->>'offset', '')"
-        " = ? AND coalesce(body->>'limit', '') = ? AND coalesce(body->>'subagent', '') = ?"
-        " ORDER BY seq DESC LIMIT 1",
+        statements.SERVED_READ,
         [task_id, found[0], "" if key[0] is None else str(key[0]),
          "" if key[1] is None else str(key[1]), subagent or ""]).fetchone()
     if row is None or row[1] != found[1]:
         return None
-    later = tx.con.execute("SELECT 1 FROM events WHERE task_id = ? AND seq > ? AND kind ="
-                           " 'client.compacted' LIMIT 1",
-                           [task_id, row[0]]).fetchone()
+    later = tx.con.execute(statements.COMPACTED_SINCE, [task_id, row[0]]).fetchone()
     if later is not None:
         return None
     window = "" if key == (None, None) else f" (offset {key[0] or 1}, limit {key[1]})"

@@ -16,7 +16,7 @@ import bisect
 import collections
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Protocol
 
@@ -84,6 +84,15 @@ class TaskHot:
     #: CONTEXT_ITEMS' answer, kept while items are only added after the newest (None:
     #: made again from ``items`` at the next read)
     context: list[ContextItem] | None = None
+    #: The client's reads as routing remembers them (:func:`_route_event`): (path, offset,
+    #: limit, subagent) as SERVED_READ compares them → (seq, sha256, tool_use_id, ref,
+    #: content_sha256) of the newest ``route.served`` event. None: an event held a value
+    #: this cache does not read as DuckDB would (its statements then run there).
+    served: dict[tuple[Any, ...], tuple[Any, ...]] | None = field(default_factory=dict)
+    #: path → seq of the newest ``route.read_shaped`` event (None: as for ``served``)
+    shaped: dict[str, int] | None = field(default_factory=dict)
+    #: seq of the newest ``client.compacted`` event
+    compacted: int | None = None
 
 
 def load_task(con: duckdb.DuckDBPyConnection, task_id: str) -> TaskHot | None:
@@ -104,7 +113,7 @@ def load_task(con: duckdb.DuckDBPyConnection, task_id: str) -> TaskHot | None:
     recent = con.execute(statements.RECENT_CALLS, [task_id, KEEP_CALLS]).fetchall()
     seqs = set(column("SELECT seq FROM calls WHERE task_id = ?"))
     last = con.execute(statements.LAST_EVENT_TS, [task_id]).fetchall()[0]
-    return TaskHot(
+    hot = TaskHot(
         owner=row[0], state=str(row[1]),
         refs=set(column("SELECT ref FROM task_refs WHERE task_id = ?")),
         sources=sources, items=items, last_ts=last[0] if last else None,
@@ -119,6 +128,61 @@ def load_task(con: duckdb.DuckDBPyConnection, task_id: str) -> TaskHot | None:
                               " AND error_signature IS NOT NULL")),
         failures=dict(con.execute("SELECT signature, error_text FROM failures WHERE"
                                   " task_id = ?", [task_id]).fetchall()))
+    for seq, kind, body in con.execute(_ROUTE_EVENTS, [task_id]).fetchall():
+        _route_event(hot, seq, kind, body)
+    return hot
+
+
+_ROUTE_KINDS = ("route.served", "route.read_shaped", "client.compacted")
+_ROUTE_EVENTS = ("SELECT seq, kind, body FROM events WHERE task_id = ? AND kind IN"
+                 " ('route.served', 'route.read_shaped', 'client.compacted') ORDER BY seq")
+
+
+class _Unread(ValueError):
+    """A JSON value whose ``->>`` text this cache does not reproduce."""
+
+
+def _text(value: Any) -> str | None:
+    """DuckDB's ``body->>'field'`` for the field's JSON value (None: SQL NULL)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    raise _Unread(repr(value))
+
+
+def _route_event(hot: TaskHot, seq: Any, kind: Any, body: Any) -> None:
+    """Fold one of the events routing reads back (:data:`_ROUTE_KINDS`) into ``hot``."""
+    if kind not in _ROUTE_KINDS or not isinstance(seq, int):
+        return
+    if kind == "client.compacted":
+        hot.compacted = seq if hot.compacted is None else max(hot.compacted, seq)
+        return
+    try:
+        data = json.loads(body) if isinstance(body, str) else None
+        if not isinstance(data, dict):
+            raise _Unread("not an object")
+        path = _text(data.get("path"))
+        if kind == "route.read_shaped":
+            if hot.shaped is not None and path is not None:
+                hot.shaped[path] = max(seq, hot.shaped.get(path, seq))
+            return
+        key = (path, _text(data.get("offset")) or "", _text(data.get("limit")) or "",
+               _text(data.get("subagent")) or "")
+        row = (seq, _text(data.get("sha256")), _text(data.get("tool_use_id")),
+               _text(data.get("ref")), _text(data.get("content_sha256")))
+    except (_Unread, ValueError):
+        if kind == "route.read_shaped":
+            hot.shaped = None
+        else:
+            hot.served = None
+        return
+    if hot.served is not None and path is not None:
+        known = hot.served.get(key)
+        if known is None or known[0] < seq:
+            hot.served[key] = row
 
 
 class HotCache:
@@ -346,7 +410,41 @@ def _insert_event(dc: Deferred, p: list[Any]) -> Rows | None:
         if hot is None:
             return None
         hot.last_ts = p[1] if hot.last_ts is None else max(hot.last_ts, p[1])
+        _route_event(hot, p[0], p[4], p[5])
     return dc.defer(statements.EVENT.sql, p)
+
+
+def _strings(p: list[Any]) -> bool:
+    return all(isinstance(v, str) for v in p[1:])
+
+
+def _served_read(hot: TaskHot, p: list[Any]) -> Rows | None:
+    if hot.served is None or not _strings(p):
+        return None
+    found = hot.served.get((p[1], p[2], p[3], p[4]))
+    return Rows([] if found is None else [found[:3]])
+
+
+def _whole_read(hot: TaskHot, p: list[Any]) -> Rows | None:
+    if hot.served is None or not _strings(p):
+        return None
+    found = hot.served.get((p[1], "", "", p[2]))
+    return Rows([] if found is None else [(found[0], found[3], found[4], found[2])])
+
+
+def _compacted_since(hot: TaskHot, p: list[Any]) -> Rows | None:
+    if not isinstance(p[1], int):
+        return None
+    return Rows([(1,)] if hot.compacted is not None and hot.compacted > p[1] else [])
+
+
+def _read_shaped(hot: TaskHot, p: list[Any]) -> Rows | None:
+    if hot.shaped is None or not _strings(p):
+        return None
+    seq = hot.shaped.get(p[1])
+    # Shaped since the newest compaction: seqs are unique, so "no compaction after it".
+    return Rows([(1,)] if seq is not None and (hot.compacted is None or seq > hot.compacted)
+                else [])
 
 
 def _insert_ledger(dc: Deferred, p: list[Any]) -> Rows | None:
@@ -486,4 +584,9 @@ HANDLERS: dict[str, Handler] = {
     **{sql: _write_only(sql) for sql in statements.WRITE_ONLY},
     statements.RECORD_FAILURE: _record_failure,
     statements.FAILURE_TEXT: _task_reader(_failure_text),
+    statements.CALL_COUNT: _task_reader(lambda hot, p: Rows([(len(hot.call_seqs),)])),
+    statements.SERVED_READ: _task_reader(_served_read),
+    statements.WHOLE_READ: _task_reader(_whole_read),
+    statements.COMPACTED_SINCE: _task_reader(_compacted_since),
+    statements.READ_SHAPED: _task_reader(_read_shaped),
 }

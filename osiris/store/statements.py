@@ -43,6 +43,27 @@ CONTEXT_ITEMS = (
     " FROM ledger WHERE task_id = ? AND ref IS NOT NULL"
     " AND (kind LIKE 'payload.%' OR kind LIKE 'prompt.%' OR kind = 'drop_receipt')"
     " GROUP BY ref HAVING sum(context_tokens) > 0 ORDER BY first_us, ref")
+CALL_COUNT = "SELECT count(*) FROM calls WHERE task_id = ?"
+
+# A client's reads, as routing remembers them (osiris.engine.routing): the newest
+# ``route.served`` event of a file and window in one context, whether the client compacted
+# its history since an event, whether a file's read was shaped since the last compaction.
+SERVED_READ = (
+    "SELECT seq, body->>'sha256', body->>'tool_use_id' FROM events WHERE task_id = ?"
+    " AND kind = 'route.served' AND body->>'path' = ? AND coalesce(body->>'offset', '')"
+    " = ? AND coalesce(body->>'limit', '') = ? AND coalesce(body->>'subagent', '') = ?"
+    " ORDER BY seq DESC LIMIT 1")
+WHOLE_READ = (
+    "SELECT seq, body->>'ref', body->>'content_sha256', body->>'tool_use_id' FROM events"
+    " WHERE task_id = ? AND kind = 'route.served' AND body->>'path' = ?"
+    " AND coalesce(body->>'subagent', '') = ? AND coalesce(body->>'offset', '') = ''"
+    " AND coalesce(body->>'limit', '') = '' ORDER BY seq DESC LIMIT 1")
+COMPACTED_SINCE = ("SELECT 1 FROM events WHERE task_id = ? AND seq > ?"
+                   " AND kind = 'client.compacted' LIMIT 1")
+READ_SHAPED = (
+    "SELECT 1 FROM events e WHERE e.task_id = ? AND e.kind = 'route.read_shaped'"
+    " AND e.body->>'path' = ? AND NOT EXISTS (SELECT 1 FROM events c WHERE"
+    " c.task_id = e.task_id AND c.kind = 'client.compacted' AND c.seq > e.seq) LIMIT 1")
 
 # -- writes ----------------------------------------------------------------------------
 

@@ -7,7 +7,10 @@ memory, :mod:`osiris.store.write_behind`), one with every statement on DuckDB
 every table once the deferred rows are written. The sequences mix what the cache answers
 alone: hooked calls of several sessions, repeats and oscillations that the loop guard
 reads from the recent calls, failures and their fixes, plain observes on planned tasks,
-recalls of any ref by any task (the refs a task may read), drops and status reads.
+recalls of any ref by any task (the refs a task may read), drops and status reads,
+and a client's reads inside the roots as routing remembers them: whole and windowed,
+by the main agent and a subagent, re-read unchanged (a pointer) or after an edit (the
+changed lines), shaped, and compactions between them.
 """
 
 from __future__ import annotations
@@ -38,15 +41,20 @@ recall = st.tuples(st.just("recall"), st.integers(0, 3), st.integers(0, 60),
                    st.booleans(), st.integers(0, 4))
 others = st.tuples(st.sampled_from(["plan", "status", "drop", "read"]), st.integers(0, 3),
                    st.integers(0, 60), st.booleans(), st.integers(0, 4))
-CALLS = st.lists(st.one_of(hook_call, hook_call, task_call, recall, others),
+reads = st.tuples(st.sampled_from(["read", "read", "read", "edit", "compact"]),
+                  st.integers(0, 2), st.integers(0, 4), st.booleans(), st.integers(0, 4))
+CALLS = st.lists(st.one_of(hook_call, hook_call, task_call, recall, others, reads, reads),
                  min_size=5, max_size=40)
+BIG = "x = 1\n" * 3000
+ROUTING = "[routing]\nread_shape = true\nread_shape_min_tokens = 8000\n"
 
 
 class Run:
     """One engine and what the sequence has made so far (the same in both runs)."""
 
     def __init__(self, home: Path, workspace: Path, *, write_behind: bool) -> None:
-        owned = replace(Settings(home=home, prune_threshold_tokens=2_000),
+        owned = replace(Settings(home=home, prune_threshold_tokens=2_000,
+                                 roots=(workspace.resolve(),)),
                         write_behind=write_behind)
         ids = (f"t_{n:04d}" for n in itertools.count())
         self.engine = Engine(owned, store=Store.owned(owned, clock=StepClock()),
@@ -82,14 +90,34 @@ class Run:
         return before, after
 
     def _read(self, a: int, b: int, kind: str, size: int) -> Any:
-        """A Read of the workspace's file through the hooks."""
-        session, args = f"session:s{a % 3}", {"file_path": str(self.workspace / "big.py")}
+        """A Read of one of the workspace's files through the hooks, whole or a window,
+        by the session's main agent or a subagent, as Claude Code returns it."""
+        path = self.workspace / ("big.py" if b % 2 else "mid.py")
+        args: dict[str, Any] = {"file_path": str(path)}
+        text = path.read_text()
+        if b == 4:
+            args.update(offset=10, limit=40)
+            text = "".join(text.splitlines(keepends=True)[9:49])
+        session, agent = f"session:s{a % 2}", "agent-1" if a == 2 else None
         before = self.engine.precheck(session, "Read", args=args, client=ClaudeCode.traits,
-                                      cwd=str(self.workspace))
-        after = self.engine.observe(session, "result", tool="Read", args=args,
-                                    result=(self.workspace / "big.py").read_text(),
-                                    client=ClaudeCode.traits, cwd=str(self.workspace))
+                                      cwd=str(self.workspace), subagent=agent)
+        after = self.engine.observe(session, "result", tool="Read", args=args, result=text,
+                                    client=ClaudeCode.traits, cwd=str(self.workspace),
+                                    subagent=agent, replaceable=True)
         return before, after
+
+    def _edit(self, a: int, b: int, kind: str, size: int) -> Any:
+        """The agent changes a line of a file (the same in both runs: one workspace)."""
+        path = self.workspace / ("big.py" if b % 2 else "mid.py")
+        lines = path.read_text().splitlines(keepends=True)
+        lines[(a * 97 + b) % len(lines)] = f"y = {a}{b}{size}\n"
+        path.write_text("".join(lines))
+        return None
+
+    def _compact(self, a: int, b: int, kind: str, size: int) -> Any:
+        """The client compacted a session's history."""
+        return self.engine.compacted(f"session:s{a % 2}", client=ClaudeCode.traits,
+                                     cwd=str(self.workspace))
 
     def _plan(self, a: int, b: int, kind: str, size: int) -> Any:
         answer = self.engine.plan("start", objective=f"objective {a}", steps=["a", "b"])
@@ -118,18 +146,25 @@ class Run:
         return ref and self.engine.observe(self._task(a), "dropped", result=ref)
 
 
+def _runs(root: Path) -> tuple[Run, Run]:
+    """The two runs over one workspace: its routing rules, a large and a mid-size file."""
+    workspace = root / "workspace"
+    (workspace / ".osiris").mkdir(parents=True)
+    (workspace / ".osiris" / "invariants.toml").write_text(ROUTING)
+    (workspace / "big.py").write_text(BIG)
+    (workspace / "mid.py").write_text("".join(f"value_{i} = {i} * 2\n" for i in range(400)))
+    direct = Run(root / "direct", workspace, write_behind=False)
+    behind = Run(root / "behind", workspace, write_behind=True)
+    return direct, behind
+
+
 @settings(max_examples=12, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                  HealthCheck.too_slow])
 @given(calls=CALLS)
 def test_any_call_sequence_is_answered_alike_from_memory_and_from_duckdb(
         tmp_path: Path, calls: list[tuple[str, int, int, bool, int]]) -> None:
-    root = Path(tmp_path) / f"example-{next(_examples)}"
-    workspace = root / "workspace"
-    workspace.mkdir(parents=True)
-    (workspace / "big.py").write_text("x = 1\n" * 3000)
-    direct = Run(root / "direct", workspace, write_behind=False)
-    behind = Run(root / "behind", workspace, write_behind=True)
+    direct, behind = _runs(Path(tmp_path) / f"example-{next(_examples)}")
     assert behind.engine.store.behind is not None and direct.engine.store.behind is None
     try:
         for n, call in enumerate(calls):
@@ -144,3 +179,48 @@ def test_any_call_sequence_is_answered_alike_from_memory_and_from_duckdb(
 
 
 _examples = itertools.count()
+
+
+READS = [("read", 0, 1), ("read", 0, 1), ("read", 0, 1), ("read", 0, 0), ("read", 0, 0),
+         ("read", 2, 0), ("read", 0, 4), ("read", 0, 4), ("edit", 0, 0), ("read", 0, 0),
+         ("reload", 0, 0), ("read", 0, 0), ("read", 2, 0), ("compact", 0, 0), ("read", 0, 0),
+         ("read", 0, 1),
+         ("read", 0, 1), ("read", 0, 4), ("edit", 1, 0), ("read", 0, 0), ("compact", 1, 0),
+         ("read", 1, 0), ("read", 1, 0)]
+"""Reads of one session and a subagent: a large file shaped, read again whole, then a
+pointer; a mid-size file whole, then a pointer, changed (the changed lines), a window;
+compactions between them (nothing shown before them is trusted after); the owner's
+memory dropped once after a flush ("reload": what it knew is read back from DuckDB)."""
+
+
+def test_a_clients_reads_are_answered_alike_from_memory_and_from_duckdb(
+        tmp_path: Path) -> None:
+    direct, behind = _runs(tmp_path)
+    try:
+        for n, (op, a, b) in enumerate(READS):
+            if op == "reload":
+                assert behind.engine.store.behind is not None
+                behind.engine.store.flush()
+                behind.engine.store.behind.cache.clear()
+                continue
+            expected, got = direct.call(op, a, b, False, 0), behind.call(op, a, b, False, 0)
+            assert got == expected, f"call {n} {op} differs"
+        tables = _tables(direct.engine), _tables(behind.engine)
+        for name in TABLES:
+            assert tables[0][name] == tables[1][name], f"table {name} differs"
+        kinds = [e["kind"] for e in tables[1]["events"]]
+        assert {k: kinds.count(k) for k in ("route.reread", "route.read_changed",
+                                            "route.read_shaped", "client.compacted")} == \
+            {"route.reread": 5, "route.read_changed": 3, "route.read_shaped": 2,
+             "client.compacted": 2}, kinds
+        # Memory answered every read; DuckDB saw only the rules' first load, the second
+        # session's creation and the live refs a compaction lists.
+        behind_store = behind.engine.store.behind
+        assert behind_store is not None
+        slow = dict(behind_store.slow_reasons)
+        assert all(k.startswith(("INSERT INTO rule_sets", "INSERT INTO client_sessions",
+                                 "SELECT tr.ref")) for k in slow), slow
+        assert sum(slow.values()) <= 3, slow
+    finally:
+        direct.engine.close()
+        behind.engine.close()
