@@ -133,6 +133,25 @@ def test_a_search_in_a_client_prints_its_hits_in_the_same_order_every_run(
     assert hits == sorted(hits)
 
 
+@pytest.mark.parametrize("client", [CLAUDE_CODE, CODEX])
+def test_a_task_prompt_longer_than_a_command_line_reaches_the_model_whole(
+        client: str, tmp_path: Path) -> None:
+    """A task prompt with the files it includes can pass 128 KiB, more than Linux takes
+    as one argument (E2BIG: the session could not start); such a prompt goes on stdin."""
+    require_client(client)
+    workspace = Workspace(tmp_path / "w").reset(client)
+    prompt = "".join(f"line {i} of the included design document\n" for i in range(5000)) \
+        + "PROMPT-END go"
+    assert len(prompt.encode("utf-8")) > 128 * 1024
+    with ModelServer(ScriptedTurns([FinalText("Done.")])) as server:
+        run = run_client(client, server, workspace, prompt, tools=TOOLS, timeout_s=120,
+                         extra_args=("-m", "gpt-5-codex") if client == CODEX else ())
+    assert run.returncode == 0, run.describe()
+    sent = last_user_text(run.prompts[0])
+    assert sent.endswith("PROMPT-END go") and "line 0 of the included" in sent
+    assert "line 4999 of the included" in sent
+
+
 def test_codex_commands_find_its_ripgrep_before_its_shell_snapshot_is_ready(
         tmp_path: Path) -> None:
     """Codex takes its shell snapshot in the background and does not wait for it: the

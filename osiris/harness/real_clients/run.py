@@ -220,19 +220,33 @@ def client_env(client: str, workspace: Workspace, base_url: str, tools: Tools,
     return env
 
 
+PROMPT_ARG_MAX_BYTES = 100_000
+"""A longer prompt is given on stdin: Linux refuses a single argument of 128 KiB or more
+(``E2BIG``), and a task prompt with the files it includes can be longer."""
+
+
+def prompt_on_stdin(prompt: str) -> bool:
+    """Whether ``prompt`` goes to the client on stdin rather than on its command line."""
+    return len(prompt.encode("utf-8")) > PROMPT_ARG_MAX_BYTES
+
+
 def client_argv(client: str, tools: Tools, prompt: str,
                 extra_args: Sequence[str] = (), codex_approvals: str | None = None,
                 codex_resume: Sequence[str] = ()) -> list[str]:
     """The command line of one non-interactive session. ``codex_approvals``: run Codex
     under that approval policy in its ``workspace-write`` sandbox, as a user who kept
-    them would (default: both bypassed, as measurements need every call to run)."""
+    them would (default: both bypassed, as measurements need every call to run). A
+    prompt :func:`prompt_on_stdin` is left out (Claude Code's ``-p`` and Codex's ``-``
+    read it from stdin)."""
     binary = str(tools.client(client))
+    on_stdin = prompt_on_stdin(prompt)
     if client == CLAUDE_CODE:
-        return [binary, "-p", prompt, "--output-format", "json", *extra_args]
+        return [binary, "-p", *([] if on_stdin else [prompt]), "--output-format", "json",
+                *extra_args]
     policy = ["--dangerously-bypass-approvals-and-sandbox"] if codex_approvals is None else [
         "-c", f"approval_policy={codex_approvals}", "--sandbox", "workspace-write"]
     return [binary, "exec", *codex_resume, "--skip-git-repo-check", *policy, "--json",
-            *extra_args, prompt]
+            *extra_args, "-" if on_stdin else prompt]
 
 
 @dataclass(frozen=True)
@@ -292,13 +306,15 @@ def run_client(client: str, server: ModelServer, workspace: Workspace, prompt: s
     env = client_env(client, workspace, server.base_url, tools, extra_env)
     already = len(server.requests())
     started = time.monotonic()
-    process = subprocess.Popen(argv, cwd=workspace.project, env=env, stdin=subprocess.DEVNULL,
+    on_stdin = prompt_on_stdin(prompt)
+    process = subprocess.Popen(argv, cwd=workspace.project, env=env,
+                               stdin=subprocess.PIPE if on_stdin else subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                errors="replace",
                                start_new_session=True)
     returncode: int | None
     try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
+        stdout, stderr = process.communicate(prompt if on_stdin else None, timeout=timeout_s)
         returncode = process.returncode
     except subprocess.TimeoutExpired:
         _kill_group(process)
