@@ -310,10 +310,21 @@ class Owner:
         return {"ok": True, "result": {"released": True}}, b""
 
     def stats(self) -> dict[str, Any]:
-        """Who serves this home and how busy it has been."""
-        return {"pid": os.getpid(), "home": str(self.home), "requests": self.requests,
-                "served": self.served, "in_flight": self.in_flight,
-                "uptime_s": round(time.monotonic() - self.started, 3)}
+        """Who serves this home and how busy it has been; with write-behind, how many of
+        its transactions went to DuckDB and for which statements (a hooked call should
+        not: each one waits for a flush)."""
+        out: dict[str, Any] = {
+            "pid": os.getpid(), "home": str(self.home), "requests": self.requests,
+            "served": self.served, "in_flight": self.in_flight,
+            "uptime_s": round(time.monotonic() - self.started, 3)}
+        behind = self.store.behind if self.store is not None else None
+        if behind is not None:
+            reasons = dict(behind.slow_reasons)  # a copy: calls go on in other threads
+            out["on_duckdb"] = {"transactions": sum(reasons.values()),
+                                "flushes": behind.flushes,
+                                "statements": dict(sorted(reasons.items(),
+                                                          key=lambda kv: -kv[1])[:10])}
+        return out
 
     # -- operations ----------------------------------------------------------------
 

@@ -92,6 +92,8 @@ def _store_owner(settings: Settings, problems: list[str]) -> tuple[dict[str, Any
     finally:
         probe.close()
     section.update(state="serving", pid=stats.get("pid"))
+    if isinstance(stats.get("on_duckdb"), dict):
+        section["on_duckdb"] = stats["on_duckdb"]
     return section, True
 
 

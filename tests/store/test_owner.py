@@ -69,6 +69,51 @@ def test_first_hook_starts_an_owner_that_the_next_calls_reuse(osiris_home: Path)
     engine.close()
 
 
+def test_a_sessions_reads_keep_the_owner_off_duckdb_and_health_says_so(
+        osiris_home: Path, tmp_path: Path) -> None:
+    """Claude Code's hooks as installed (a process per call, one owner): reads of a file
+    inside the roots, read again (a pointer), changed and read again (the changed lines),
+    and shell calls. Every one is answered from the owner's memory: ``osiris health``
+    lists what went to DuckDB, and it is only the session's creation."""
+    project = tmp_path / "project"
+    project.mkdir()
+    module = project / "module.py"
+    module.write_text("".join(f"value_{i} = {i}\n" for i in range(600)), encoding="utf-8")
+    env = {"OSIRIS_ROOTS": str(project)}
+    read = {"session_id": "s-reads", "cwd": str(project), "tool_name": "Read",
+            "tool_input": {"file_path": str(module)}}
+    answers = []
+    for step in range(5):
+        if step == 3:  # the agent's edit, between two reads
+            module.write_text(module.read_text("utf-8").replace("value_300 = 300",
+                                                                "value_300 = -1"))
+        text = module.read_text("utf-8")
+        post = {**read, "hook_event_name": "PostToolUse", "tool_use_id": f"toolu_{step}",
+                "tool_response": {"type": "text", "file": {
+                    "filePath": str(module), "content": text, "numLines": 600,
+                    "startLine": 1, "totalLines": 600}}}
+        for event, doc in (("pre-tool-use", {**read, "hook_event_name": "PreToolUse",
+                                             "tool_use_id": f"toolu_{step}"}),
+                           ("post-tool-use", post)):
+            done = _hook(event, doc, env=env)
+            assert done.returncode == 0 and "hook skipped" not in done.stdout, done.stdout
+            answers.append(done.stdout)
+        bash = {**PRE, "session_id": "s-reads", "cwd": str(project)}
+        assert _hook("pre-tool-use", bash, env=env).returncode == 0
+    # What OSIRIS knew of the reads it answered with: a pointer to the unchanged
+    # second read, the changed lines after the edit.
+    assert '"permissionDecision":"deny"' in answers[2], answers[2]
+    assert "is unchanged since you read it (tool call toolu_0)" in answers[2]
+    assert '"startLine":298' in answers[7] and "value_300 = -1" in answers[7], answers[7]
+    assert "value_0 = 0" not in answers[7]
+    health = run_cli("health", env=env)
+    doc = json.loads(health.stdout)
+    on_duckdb = doc["store_owner"]["on_duckdb"]
+    assert on_duckdb["statements"] == {
+        "INSERT INTO client_sessions VALUES (?, ?, ?, ?, ?)": 1}, on_duckdb
+    assert on_duckdb["transactions"] == 1
+
+
 def test_two_owners_never_serve_one_home(osiris_home: Path) -> None:
     starts = [subprocess.Popen([sys.executable, "-m", "osiris", "owner", "--home",
                                 str(osiris_home)], stderr=subprocess.DEVNULL)
