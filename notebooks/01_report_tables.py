@@ -54,6 +54,9 @@ rows = pl.read_parquet(parquet).to_dicts()
 # Which peers ran, with their versions, or the exact error (absent: none attempted).
 peers_parquet = reports / "data" / "peers.parquet"
 peers = pl.read_parquet(peers_parquet).to_dicts() if peers_parquet.exists() else []
+# What the hooks can reach in the recorded sessions (absent in runs before it was counted).
+reach_parquet = reports / "data" / "reach.parquet"
+reach = pl.read_parquet(reach_parquet).to_dicts() if reach_parquet.exists() else []
 pl.DataFrame(rows, infer_schema_length=None).group_by("workload").agg(
     pl.len().alias("rows"), pl.col("session").n_unique().alias("sessions"),
     pl.col("system").n_unique().alias("systems")).sort("workload")
@@ -100,7 +103,7 @@ def first_difference(expected: str, actual: str) -> str | None:
 committed_path = reports / "BENCHMARK.md"
 assert committed_path.exists(), f"{committed_path} is missing: run the benchmark first"
 rendered = report.render(rows, footprint(), even, peers=peers,
-                         real_clients=report.clients_section_of(reports))
+                         real_clients=report.clients_section_of(reports), reach=reach)
 committed = committed_path.read_text("utf-8")
 difference = first_difference(report.body_of(committed), report.body_of(rendered))
 assert difference is None, (

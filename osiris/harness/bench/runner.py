@@ -53,9 +53,10 @@ def stage_benchmark(ctx: BenchContext) -> StageResult:
     """The sweep, the real traces and the break-even sweep through every system; renders
     reports/BENCHMARK.md and its plots."""
     result = StageResult()
+    from osiris.core.tokens import default_counter
     from osiris.harness.bench import tokens
     from osiris.harness.replay.turns import System
-    from osiris.harness.reports import plots, report
+    from osiris.harness.reports import plots, reach, report
     from osiris.harness.systems import peers
     from osiris.server.footprint import footprint
 
@@ -117,8 +118,12 @@ def stage_benchmark(ctx: BenchContext) -> StageResult:
     fp = footprint()
     meta = {**ctx.meta.as_row(), "cost_model_version": rows[0]["cost_model_version"]}
     real_clients = ctx.sections.get("clients") or report.clients_section_of(ctx.out)
+    # What the hooks can reach in the recorded sessions themselves (seconds).
+    reach_rows = reach.reach_rows(ctx.repo / "datasets", default_counter())
+    if reach_rows:
+        result.add_rows("reach", reach_rows)
     result.documents["BENCHMARK.md"] = report.render(rows, fp, even, meta, peers=peer_rows,
-                                                  real_clients=real_clients)
+                                                  real_clients=real_clients, reach=reach_rows)
     result.plot_jobs.append(lambda out: plots.plots(rows, out))
     return result
 

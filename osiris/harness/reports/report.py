@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from osiris.harness.reports import reach as reach_table
 from osiris.harness.reports.bill import saved
 
 SEED = {200: (1583, 2687, 1651, -4.30, "bystander", 34),
@@ -211,6 +212,31 @@ def corpus_section(rows: list[dict[str, Any]]) -> list[str]:
     lines += ["Every corpus session (cumulative input, and against the bare client):", "",
               *session_table(corpus)]
     return lines
+
+
+def reach_section(reach: list[dict[str, Any]]) -> list[str]:
+    """What OSIRIS's hooks can reach in the recorded sessions themselves (the authors'
+    files, not a replay): :mod:`osiris.harness.reports.reach`."""
+    if not reach:
+        return []
+    return ["### What a hook can reach in the recorded sessions", "",
+            "Counted in each session file as its author's client sent it, not in a replay: "
+            "each tool result's tokens (cl100k) times the model requests that re-sent it "
+            "before the next compaction, by what the client lets a hook do with that tool's "
+            "output. *Routable*: OSIRIS may replace it (Claude Code's `Read` and `Bash`, "
+            "Codex's shell, another MCP server's output), and *of it over OSIRIS's "
+            "thresholds* is the part in outputs over the size its default `[routing]` acts "
+            "on (a `Read` from 25,000 tokens, a Claude Code `Bash` output from 600 where "
+            "the payoff decides, a Codex shell output from 1,500, an MCP output from "
+            "4,000; a repeated read of an unchanged file at any size); *not routed*: a hook "
+            "sees it, OSIRIS shows it as the client does (edits, searches, sub-agents' "
+            "answers, plans); *no hook*: the client runs no hook for it — Codex's "
+            "`write_stdin`, the output of a command still running, polled later (checked in "
+            "Codex 0.169.0). The replays above leave `write_stdin` calls out in every "
+            "configuration, the bare client's included (the live command is another "
+            "process). *Of the recorded input*: the re-sent tool-result tokens against the "
+            "input tokens the provider reported (its own tokenizer; — where the log has no "
+            "usage per request).", "", *reach_table.render(reach), ""]
 
 
 def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
@@ -486,9 +512,10 @@ def _profile_lines(rows: list[dict[str, Any]]) -> list[str]:
 def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
            even: dict[str, float | None], run: dict[str, Any] | None = None,
            peers: list[dict[str, Any]] | None = None,
-           real_clients: str | None = None) -> str:
+           real_clients: str | None = None,
+           reach: list[dict[str, Any]] | None = None) -> str:
     """The whole of reports/BENCHMARK.md (``real_clients``: the real-client section,
-    which leads it)."""
+    which leads it; ``reach``: the rows of :func:`reach_section`)."""
     header = ["# OSIRIS benchmark", ""]
     if run:
         header += [RUN_START,
@@ -531,6 +558,7 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
         "",
         *corpus_section(rows),
         "",
+        *reach_section(reach or []),
         "## Needs preserved by kind (visible retrieval)",
         "",
         "Paths, identifiers and numbers a later call used, and edit anchors (the lines of an "

@@ -1,0 +1,204 @@
+"""What OSIRIS's hooks can reach in a recorded session, from the session file alone.
+
+Each tool result's tokens (cl100k) are counted as many times as the client re-sent them:
+once per model request after the result, up to the next compaction (the requests are the
+model responses the log records, :attr:`TraceStep.response`). Every result falls in one of
+three classes, by what the client lets a hook do with that tool's output:
+
+* **routable** — OSIRIS may replace it when it is over the size the ``[routing]`` defaults
+  act on (:class:`~osiris.core.routing.RoutingConfig`): Claude Code's ``Read`` (windowed from
+  ``read_threshold_tokens``; a repeated read of an unchanged file at any size) and ``Bash``
+  (a candidate from ``shell_min_tokens``), Codex's shell calls (from
+  ``shell_preview_tokens``), another MCP server's output (from ``mcp_threshold_tokens``);
+* **not routed** — a hook sees the call, OSIRIS leaves its output as the client shows it
+  (edits, searches, sub-agents' answers, plans, images);
+* **no hook** — the client runs no hook for the tool at all: Codex's ``write_stdin`` (the
+  output of a command still running, polled later; checked in Codex 0.169.0,
+  ``docs/hooks.md``).
+
+Only counts leave this module: no text of a session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from osiris.core.routing import READ_TOOLS, SHELL_TOOLS, RoutingConfig, foreign_mcp_tool
+from osiris.core.tokens import TokenCounter
+from osiris.harness.importers.records import Trace
+from osiris.harness.importers.traces import find_traces, load_trace
+
+ROUTABLE, NOT_ROUTED, NO_HOOK = "routable", "not routed", "no hook"
+CLASSES = (ROUTABLE, NOT_ROUTED, NO_HOOK)
+NO_HOOK_TOOLS = {"codex-cli": frozenset({"write_stdin"})}
+"""Tools whose output the client shows without running any hook (by trace format)."""
+
+
+def reach_of(fmt: str, tool: str) -> str:
+    """The class of a tool's output in a client (by the trace's format)."""
+    if tool in NO_HOOK_TOOLS.get(fmt, frozenset()):
+        return NO_HOOK
+    if tool in SHELL_TOOLS or foreign_mcp_tool(tool) or (
+            fmt == "claude-code" and tool in READ_TOOLS):
+        return ROUTABLE
+    return NOT_ROUTED
+
+
+def threshold_of(fmt: str, tool: str, config: RoutingConfig) -> int | None:
+    """The size from which OSIRIS's defaults act on a routable output (None: never)."""
+    if foreign_mcp_tool(tool):
+        return config.mcp_threshold_tokens
+    if tool in READ_TOOLS and fmt == "claude-code":
+        return config.read_threshold_tokens
+    if tool in SHELL_TOOLS:
+        # Claude Code weighs a shell output from shell_min_tokens (the payoff decides);
+        # Codex has no payoff: size alone, from shell_preview_tokens.
+        return config.shell_min_tokens if fmt == "claude-code" else config.shell_preview_tokens
+    return None
+
+
+@dataclass(frozen=True)
+class Reach:
+    """One session's re-sent tool-result tokens, by class and by tool."""
+
+    session: str
+    client: str
+    requests: int
+    compactions: int
+    resent: Counter[str]
+    """Class -> tokens re-sent."""
+    over_threshold: int
+    """Of the routable tokens: those of outputs over OSIRIS's size threshold."""
+    by_tool: Counter[str]
+    recorded_input: int | None
+    """The provider's input tokens summed over the session's usage records (None: the log
+    does not record them per request)."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.resent.values())
+
+    def row(self) -> dict[str, Any]:
+        """A flat row (``reach`` table of the benchmark's data)."""
+        return {"session": self.session, "client": self.client, "requests": self.requests,
+                "compactions": self.compactions, "tool_result_tokens_resent": self.total,
+                **{_column(c): self.resent[c] for c in CLASSES},
+                "resent_routable_over_threshold": self.over_threshold,
+                "recorded_input_tokens": self.recorded_input,
+                "by_tool": json.dumps(dict(self.by_tool.most_common()))}
+
+
+def _column(kind: str) -> str:
+    return "resent_" + kind.replace(" ", "_")
+
+
+def requests_of(trace: Trace) -> int:
+    """How many model requests the session made: its usage records, or one more than the
+    last response that issued a call (the answer after it), whichever is more."""
+    last = max((s.response for s in trace.steps), default=-1)
+    return max(len(trace.usage), last + 2)
+
+
+def _recorded_input(trace: Trace) -> int | None:
+    if trace.format == "codex-cli" and len(trace.usage) < requests_of(trace) - 1:
+        return None  # ``exec --json`` logs the session's total once, not per request
+    total = 0
+    for usage in trace.usage:
+        total += sum(int(usage.get(key) or 0) for key in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    return total or None
+
+
+def reach(trace: Trace, session: str, counter: TokenCounter,
+          config: RoutingConfig | None = None) -> Reach:
+    """Count what OSIRIS's hooks can reach in ``trace`` (see the module docstring)."""
+    config = config or RoutingConfig()
+    requests = requests_of(trace)
+    # The first response after each compaction: results of earlier steps are gone from it.
+    cuts = sorted(trace.steps[c.step].response if c.step < len(trace.steps) else requests
+                  for c in trace.compactions)
+    resent: Counter[str] = Counter()
+    by_tool: Counter[str] = Counter()
+    over = 0
+    for step in trace.steps:
+        if step.response < 0:
+            continue
+        end = next((cut for cut in cuts if cut > step.response), requests)
+        times = max(0, end - step.response - 1)
+        tokens = counter.count(step.output) * times
+        if not tokens:
+            continue
+        kind = reach_of(trace.format, step.tool)
+        resent[kind] += tokens
+        by_tool[step.tool] += tokens
+        threshold = threshold_of(trace.format, step.tool, config)
+        if kind == ROUTABLE and threshold is not None and counter.count(step.output) > threshold:
+            over += tokens
+    return Reach(session, "codex" if trace.format == "codex-cli" else trace.format, requests,
+                 len(trace.compactions), resent, over, by_tool, _recorded_input(trace))
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.0%}" if whole else "—"
+
+
+def _line(name: str, client: str, group: list[dict[str, Any]]) -> str:
+    total = sum(r["tool_result_tokens_resent"] for r in group)
+    routable = sum(r[_column(ROUTABLE)] for r in group)
+    recorded = [r["recorded_input_tokens"] for r in group]
+    share = _share(total, sum(recorded)) if all(recorded) else "—"
+    tools: Counter[str] = Counter()
+    for r in group:
+        tools.update(json.loads(r["by_tool"]))
+    top = ", ".join(f"`{t}` {n / total:.0%}" for t, n in tools.most_common(3)) if total else ""
+    return (f"| {name} | {client} | {sum(r['requests'] for r in group):,} | "
+            f"{sum(r['compactions'] for r in group)} | {total:,} | {share} | "
+            f"{_share(routable, total)} | "
+            f"{_share(sum(r['resent_routable_over_threshold'] for r in group), routable)} | "
+            f"{_share(sum(r[_column(NOT_ROUTED)] for r in group), total)} | "
+            f"{_share(sum(r[_column(NO_HOOK)] for r in group), total)} | {top} |")
+
+
+def render(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The table of :meth:`Reach.row` rows, one line per session and each client pooled."""
+    if not rows:
+        return []
+    lines = ["| session | client | requests | compactions | tool-result tokens re-sent | "
+             "of the recorded input | routable | of it over OSIRIS's thresholds | "
+             "not routed | no hook | largest tools |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [_line(r["session"], r["client"], [r]) for r in rows]
+    for client in sorted({r["client"] for r in rows}):
+        mine = [r for r in rows if r["client"] == client]
+        if len(mine) > 1:
+            lines.append(_line(f"**pooled, {len(mine)} sessions**", client, mine))
+    return lines
+
+
+CLIENT_FORMATS = ("claude-code", "codex-cli")
+"""The formats of the clients OSIRIS hooks into (the other traces are agent loops)."""
+
+
+def reach_rows(datasets: Path, counter: TokenCounter) -> list[dict[str, Any]]:
+    """:meth:`Reach.row` of every Claude Code and Codex session under ``datasets``'s
+    ``traces/`` (named as the real-client tables name them) and ``corpus/``
+    (``corpus/codex/agentv-spark``)."""
+    rows = []
+    for folder in ("traces", "corpus"):
+        root = datasets / folder
+        if not root.is_dir():
+            continue
+        for path in find_traces(root):
+            trace = load_trace(path)
+            if trace.format not in CLIENT_FORMATS or not trace.steps:
+                continue
+            relative = path.relative_to(root)
+            name = (f"corpus/{relative.with_suffix('')}" if folder == "corpus"
+                    else str(relative.parent))
+            rows.append(reach(trace, name, counter).row())
+    return rows

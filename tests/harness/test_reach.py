@@ -1,0 +1,90 @@
+"""What OSIRIS's hooks can reach in a recorded session: each result counted as many times
+as the client re-sent it, up to the next compaction, by what a hook may do with it."""
+
+from __future__ import annotations
+
+import json
+
+from osiris.core.routing import RoutingConfig
+from osiris.core.tokens import default_counter
+from osiris.harness.importers.records import Compaction, Trace, TraceStep
+from osiris.harness.reports import report
+from osiris.harness.reports.reach import (
+    NO_HOOK,
+    NOT_ROUTED,
+    ROUTABLE,
+    reach,
+    reach_of,
+    reach_rows,
+    render,
+)
+from tests.conftest import REPO
+
+COUNTER = default_counter()
+
+
+def _step(i: int, tool: str, output: str, response: int) -> TraceStep:
+    return TraceStep(i, tool, {}, output, False, f"call_{i}", response)
+
+
+def test_a_result_counts_once_per_later_request_until_the_next_compaction() -> None:
+    big = "\n".join(f"line {n} of a long build log" for n in range(600))
+    small = "Process exited with code 0"
+    trace = Trace("rollout.jsonl", "codex-cli", steps=[
+        _step(0, "exec_command", big, 0),       # re-sent by requests 1 and 2
+        _step(1, "write_stdin", small, 1),      # by request 2
+        _step(2, "apply_patch", small, 2),      # by none: the compaction comes first
+        _step(3, "exec_command", small, 3),     # by request 4, after the compaction
+    ], usage=[{"input_tokens": 1_000}] * 5, compactions=[Compaction(3, None, "")])
+    measured = reach(trace, "s", COUNTER)
+    big_tokens, small_tokens = COUNTER.count(big), COUNTER.count(small)
+    assert big_tokens > RoutingConfig().shell_preview_tokens > small_tokens
+    assert measured.requests == 5 and measured.compactions == 1
+    assert measured.resent == {ROUTABLE: 2 * big_tokens + small_tokens,
+                               NO_HOOK: small_tokens}
+    # Only the build log is over Codex's preview threshold.
+    assert measured.over_threshold == 2 * big_tokens
+    row = measured.row()
+    assert row["tool_result_tokens_resent"] == 2 * big_tokens + 2 * small_tokens
+    assert row["recorded_input_tokens"] == 5_000
+    assert json.loads(row["by_tool"]) == {"exec_command": 2 * big_tokens + small_tokens,
+                                          "write_stdin": small_tokens}
+
+
+def test_what_each_client_lets_a_hook_change() -> None:
+    assert reach_of("codex-cli", "write_stdin") == NO_HOOK
+    assert reach_of("codex-cli", "exec_command") == ROUTABLE
+    assert reach_of("codex-cli", "apply_patch") == NOT_ROUTED
+    assert reach_of("claude-code", "Read") == ROUTABLE
+    assert reach_of("claude-code", "Bash") == ROUTABLE
+    assert reach_of("claude-code", "mcp__github__get_issue") == ROUTABLE
+    assert reach_of("claude-code", "mcp__osiris__osiris_recall") == NOT_ROUTED
+    for tool in ("Grep", "Glob", "Edit", "Task", "Agent", "TodoWrite"):
+        assert reach_of("claude-code", tool) == NOT_ROUTED
+
+
+def test_the_recorded_sessions_are_counted_whole_and_the_table_pools_each_client() -> None:
+    rows = reach_rows(REPO / "datasets", COUNTER)
+    by_name = {r["session"]: r for r in rows}
+    # Every Claude Code and Codex session of the traces and the corpus, named as the
+    # real-client tables name them; the agent loops' traces are not clients OSIRIS hooks.
+    assert "corpus/codex/agentv-ci-node24" in by_name
+    assert "claude-code__tielec-ai-workflow-agent/issue-18/04_implementation/execute" in by_name
+    assert not any("swe-agent" in name for name in by_name)
+    for row in rows:
+        classes = (row["resent_routable"] + row["resent_not_routed"] + row["resent_no_hook"])
+        assert classes == row["tool_result_tokens_resent"] > 0
+        assert row["resent_routable_over_threshold"] <= row["resent_routable"]
+        assert sum(json.loads(row["by_tool"]).values()) == row["tool_result_tokens_resent"]
+        # Only Codex has a tool it runs no hook for.
+        assert (row["resent_no_hook"] == 0) == (row["client"] != "codex"
+                                                or "write_stdin" not in row["by_tool"])
+    # The author's ci-node24 session polled its test runs with write_stdin.
+    assert by_name["corpus/codex/agentv-ci-node24"]["resent_no_hook"] > 0
+    lines = render(rows)
+    pooled = [line for line in lines if line.startswith("| **pooled")]
+    assert [line.split(" | ")[1] for line in pooled] == ["claude-code", "codex"]
+    section = "\n".join(report.reach_section(rows))
+    assert section.startswith("### What a hook can reach in the recorded sessions")
+    assert "| corpus/codex/agentv-ci-node24 | codex |" in section
+    assert report.reach_section([]) == []
