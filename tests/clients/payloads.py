@@ -3,27 +3,27 @@
 The bundled traces (``datasets/traces/claude-code__*``) are Claude Code stream-json
 logs: each ``tool_use`` block and its ``tool_result`` become the PreToolUse and
 PostToolUse (or PostToolUseFailure) payloads Claude Code would have handed its hooks,
-with ``tool_response`` in the shape Claude Code gives each tool (Bash: stdout/stderr;
-Read: ``file.content`` without the line-number gutter; Grep/Glob: filenames or content;
-MCP tools: content blocks). ``python -m tests.clients.payloads`` rewrites the recorded
-sample in ``tests/clients/data/claude_code_hooks.json``.
+with ``tool_response`` in the shape Claude Code gives each tool
+(:mod:`osiris.harness.hook_payloads`, which the benchmark's hook timings use too).
+``python -m tests.clients.payloads`` rewrites the recorded sample in
+``tests/clients/data/claude_code_hooks.json``.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osiris.harness.hook_payloads import tool_response as response_of
+
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO / "datasets" / "traces" / "claude-code__tielec-ai-workflow-agent"
 TRACE_271 = TRACES / "issue-271" / "04_implementation" / "execute" / "agent_log_raw.txt"
 RECORDED = Path(__file__).with_name("data") / "claude_code_hooks.json"
-_GUTTER = re.compile(r"^ *\d+→", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -67,43 +67,9 @@ def trace_calls(path: Path) -> Iterator[TraceCall]:
                                 _text(block.get("content")), bool(block.get("is_error")))
 
 
-def _read(args: dict[str, Any], out: str) -> Any:
-    content = _GUTTER.sub("", out)
-    lines = content.count("\n") + 1
-    return {"type": "text", "file": {"filePath": args.get("file_path"), "content": content,
-                                     "numLines": lines, "startLine": 1, "totalLines": lines}}
-
-
-def _search(args: dict[str, Any], out: str) -> Any:
-    if args.get("output_mode") == "content":
-        return {"mode": "content", "numFiles": 0, "filenames": [], "content": out,
-                "numLines": out.count("\n") + 1}
-    names = [ln for ln in out.splitlines()
-             if ln.strip() and not re.match(r"^(Found \d+ files?|No files found)", ln)]
-    return {"mode": "files_with_matches", "filenames": names, "numFiles": len(names)}
-
-
-_RESPONSES = {
-    "Bash": lambda _a, out: {"stdout": out, "stderr": "", "interrupted": False,
-                             "isImage": False},
-    "Read": _read,
-    "Grep": _search,
-    "Glob": _search,
-    "Edit": lambda a, _o: {"filePath": a.get("file_path"), "oldString": a.get("old_string"),
-                           "newString": a.get("new_string"), "originalFile": None,
-                           "structuredPatch": [], "userModified": False,
-                           "replaceAll": False},
-    "Write": lambda a, _o: {"type": "create", "filePath": a.get("file_path"),
-                            "content": a.get("content"), "structuredPatch": []},
-}
-
-
 def tool_response(call: TraceCall) -> Any:
     """``tool_response`` as Claude Code gives it for ``call``'s tool."""
-    if call.tool.startswith("mcp__"):
-        return [{"type": "text", "text": call.output}]
-    build = _RESPONSES.get(call.tool)
-    return build(call.tool_input, call.output) if build else {"result": call.output}
+    return response_of(call.tool, call.tool_input, call.output)
 
 
 def pre_payload(call: TraceCall, session: str | None = None) -> dict[str, Any]:

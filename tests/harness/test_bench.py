@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 from osiris.harness.bench.owner import sustained_rate
+from osiris.harness.bench.speed import _hook_payloads
 from osiris.harness.reports.report import body_of
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, release_owner_and_wait, run_cli
 
 pytestmark = pytest.mark.slow  # runs the benchmark
 
@@ -57,7 +58,46 @@ def test_quick_bench_writes_every_report(tmp_path: Path) -> None:
     corpus = report.split("## Sessions from many projects", 1)[1].split("\n## ", 1)[0]
     assert "claude-code ccviewer-demo-1.0.108" in corpus
     assert re.search(r"\d\.\d\d% (saved|more)|\bsame\b", corpus)
+    # What a hook can reach, counted in the recorded sessions themselves.
+    assert "### What a hook can reach in the recorded sessions" in corpus
+    reach = pl.read_parquet(tmp_path / "data" / "reach.parquet")
+    assert "corpus/codex/agentv-ci-node24" in reach["session"].to_list()
     assert (tmp_path / "sweep_net_gain.png").stat().st_size > 10_000
+
+
+def test_the_hook_timings_run_the_read_routing_a_users_install_runs(tmp_path: Path) -> None:
+    """PERF.md's hook rows: each trace's calls in its unpacked workspace with the root set,
+    so a re-read of an unchanged file is answered as in Claude Code (a pointer)."""
+    calls, root = _hook_payloads(REPO, tmp_path)
+    reads = [(pre, post) for pre, post in calls if pre["tool_name"] == "Read"]
+    assert reads
+    for pre, post in reads:
+        path = Path(pre["tool_input"]["file_path"])
+        assert path.is_file() and path.is_relative_to(root), path
+        assert Path(pre["cwd"]).is_relative_to(root)
+        if post["hook_event_name"] == "PostToolUse":
+            assert post["tool_response"]["file"]["filePath"] == str(path)
+    home = tmp_path / "home"
+    env = {"OSIRIS_HOME": str(home), "OSIRIS_ROOTS": str(root), "HOME": str(tmp_path)}
+    seen: set[str] = set()
+    try:
+        for pre, post in reads:
+            path = pre["tool_input"]["file_path"]
+            again = path in seen and set(pre["tool_input"]) == {"file_path"}
+            answer = run_cli("hook", "claude-code", "pre-tool-use", stdin=json.dumps(pre),
+                             env=env)
+            assert answer.returncode == 0, answer.stderr
+            if again:
+                reason = json.loads(answer.stdout)["hookSpecificOutput"][
+                    "permissionDecisionReason"]
+                assert "unchanged since you read it" in reason
+                return
+            seen.add(path)
+            assert run_cli("hook", "claude-code", "post-tool-use", stdin=json.dumps(post),
+                           env=env).returncode == 0
+        pytest.fail("no re-read of an unchanged file among the timed calls")
+    finally:
+        release_owner_and_wait(home)
 
 
 def test_a_second_run_gives_identical_token_figures(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ as the client re-sent it, up to the next compaction, by what a hook may do with 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from osiris.core.routing import RoutingConfig
 from osiris.core.tokens import default_counter
@@ -88,3 +89,21 @@ def test_the_recorded_sessions_are_counted_whole_and_the_table_pools_each_client
     assert section.startswith("### What a hook can reach in the recorded sessions")
     assert "| corpus/codex/agentv-ci-node24 | codex |" in section
     assert report.reach_section([]) == []
+
+
+def test_the_docs_say_what_share_each_client_lets_a_hook_reach(tmp_path: Path) -> None:
+    import polars as pl
+
+    from osiris.harness.reports.readme_blocks import Reports, block_reach
+
+    assert "not counted" in block_reach(Reports(tmp_path))
+    rows = reach_rows(REPO / "datasets", COUNTER)
+    (tmp_path / "data").mkdir()
+    pl.DataFrame(rows).write_parquet(tmp_path / "data" / "reach.parquet")
+    text = block_reach(Reports(tmp_path))
+    codex = [r for r in rows if r["client"] == "codex"]
+    no_hook = sum(r["resent_no_hook"] for r in codex) / sum(
+        r["tool_result_tokens_resent"] for r in codex)
+    assert f"{no_hook:.0%} from `write_stdin`" in text
+    assert "corpus/codex/agentv-ci-node24" in text
+    assert "Claude Code sessions" in text and "Codex sessions" in text

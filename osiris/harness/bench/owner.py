@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -227,15 +227,18 @@ async def _start_once(client_class: Any, params_class: Any, env: dict[str, str],
 
 
 def hook_round_trips(ctx: BenchContext, calls: list[tuple[dict[str, Any], dict[str, Any]]],
-                     ) -> list[dict[str, Any]]:
+                     roots: Sequence[Path] = ()) -> list[dict[str, Any]]:
     """Claude Code command hooks as Claude Code runs them (a process per call), both
-    ways; and the in-server path an ``mcp_tool`` hook takes."""
+    ways; and the in-server path an ``mcp_tool`` hook takes. ``roots``: the folders
+    OSIRIS may read files in (``OSIRIS_ROOTS``, as ``osiris install`` sets it)."""
     from mcp import Client, StdioServerParameters
 
     rows: list[dict[str, Any]] = []
     for mode in MODES:
         home = ctx.workdir / f"owner-hooks-{mode}"
         env = _env(home, mode)
+        if roots:
+            env["OSIRIS_ROOTS"] = ";".join(str(r) for r in roots)
 
         def command(event: str, payload: dict[str, Any], env: dict[str, str] = env,
                     mode: str = mode) -> float:

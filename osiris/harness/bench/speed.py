@@ -7,9 +7,11 @@ report gives medians and p99 over repeated runs.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any, cast
 
 from osiris.config import Settings
@@ -290,26 +292,46 @@ def stage_mcp(ctx: BenchContext) -> StageResult:
     return result
 
 
-def _hook_payloads(repo: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """PreToolUse/PostToolUse payloads for the calls of the bundled Claude Code traces."""
-    from osiris.harness.importers.traces import find_traces, load_trace
+def _hook_payloads(repo: Any, workdir: Path) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]],
+                                                   Path]:
+    """PreToolUse/PostToolUse payloads for the calls of the bundled Claude Code traces, as
+    a user's install runs them: each trace's workspace unpacked (one session per trace),
+    the trace's paths mapped onto it, its folder the hook's ``cwd`` and, with the root
+    returned (``OSIRIS_ROOTS``), a file OSIRIS may read — so a ``Read`` goes through the
+    read routing (large reads, re-reads, changed lines) as in Claude Code, and
+    ``tool_response`` has the shape Claude Code gives each tool."""
+    from osiris.harness.hook_payloads import tool_response
+    from osiris.harness.importers.traces import load_trace
+    from osiris.harness.real_clients.trace_plan import PathMap
+    from osiris.harness.real_clients.workspaces import traces_with_workspaces, unpack
 
+    traces = repo / "datasets" / "traces"
+    root = workdir / "hook-workspaces"
+    if root.exists():
+        shutil.rmtree(root)
     out: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for path in find_traces(repo / "datasets" / "traces"):
+    for n, (path, tarball) in enumerate(traces_with_workspaces(
+            traces, repo / "datasets" / "workspaces")):
         trace = load_trace(path)
         if trace.format != "claude-code":
             continue
-        session = f"bench-{len(out)}"
+        project, tmp = root / f"{n}" / "project", root / f"{n}" / "tmp"
+        project.mkdir(parents=True)
+        tmp.mkdir()
+        unpack(tarball, project, includes=path.parent / "prompt_includes")
+        paths = PathMap(str(trace.meta.get("cwd") or "") or None, project, tmp)
+        session = f"bench-{n}"
         for step in trace.steps:
-            pre = {"session_id": session, "cwd": "/work", "hook_event_name": "PreToolUse",
-                   "tool_name": step.tool, "tool_input": step.args,
-                   "tool_use_id": step.call_id}
+            args = paths(step.args)
+            pre = {"session_id": session, "cwd": str(project), "hook_event_name": "PreToolUse",
+                   "tool_name": step.tool, "tool_input": args, "tool_use_id": step.call_id}
             post = {**pre, "hook_event_name": "PostToolUse",
-                    "tool_response": {"stdout": step.output, "stderr": ""}}
+                    "tool_response": tool_response(step.tool, args, paths.text(step.output))}
             if step.is_error:
-                post = {**pre, "hook_event_name": "PostToolUseFailure", "error": step.output}
+                post = {**pre, "hook_event_name": "PostToolUseFailure",
+                        "error": paths.text(step.output)}
             out.append((pre, post))
-    return out
+    return out, root
 
 
 def _codex_hook_calls(repo: Any) -> list[Any]:
@@ -352,10 +374,11 @@ def stage_hooks(ctx: BenchContext) -> StageResult:
     from osiris.harness.reports.owner import render_hooks
 
     n = 10 if ctx.quick else 100
-    calls = _hook_payloads(ctx.repo)[:n]
+    calls, root = _hook_payloads(ctx.repo, ctx.workdir)
+    calls = calls[:n]
     ctx.say(f"hooks: {len(calls)} PreToolUse + PostToolUse command hooks and in-server "
-            "prechecks, each way")
-    rows = hook_round_trips(ctx, calls)
+            "prechecks, each way, in the traces' workspaces")
+    rows = hook_round_trips(ctx, calls, roots=(root,))
     codex = _codex_hook_calls(ctx.repo)[:n]
     ctx.say(f"hooks: {len(codex)} Codex PreToolUse + PostToolUse command hooks, each way")
     rows += codex_hook_round_trips(ctx, codex)

@@ -60,7 +60,11 @@ def render_hooks(rows: list[dict[str, Any]]) -> str:
         "",
         f"Round trip of Claude Code hooks over the first {n} tool calls of the bundled "
         "Claude Code traces (one session per trace, each call prechecked then observed), "
-        "timed at the caller. A command hook is a new process per call, as Claude Code "
+        "in the traces' workspaces as a user's install runs them: the trace's paths mapped "
+        "onto its unpacked workspace, that folder in `OSIRIS_ROOTS`, so a `Read` goes "
+        "through the read routing (windows, re-reads, changed lines) and OSIRIS reads the "
+        "file as in Claude Code, and each `tool_response` in the shape Claude Code gives "
+        "that tool; timed at the caller. A command hook is a new process per call, as Claude Code "
         "runs it: before, `python -m osiris hook claude-code …` doing the work itself; "
         "after, the command `osiris install --hooks command` writes (`python -S -P "
         "…/osiris/launch.py hook claude-code …`: no `site`, and only `os`, `json` and "

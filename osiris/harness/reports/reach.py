@@ -143,25 +143,37 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
                  len(trace.compactions), resent, over, by_tool, _recorded_input(trace))
 
 
-def _share(part: int, whole: int) -> str:
-    return f"{part / whole:.0%}" if whole else "—"
-
-
-def _line(name: str, client: str, group: list[dict[str, Any]]) -> str:
+def pooled(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Shares pooled over ``group``'s rows: of the re-sent tool-result tokens, each
+    class's (``routable``, ``not_routed``, ``no_hook``), ``over`` (of the routable ones,
+    over OSIRIS's thresholds; None without any) and ``of_recorded`` (of the recorded
+    input; None unless every session recorded it)."""
     total = sum(r["tool_result_tokens_resent"] for r in group)
     routable = sum(r[_column(ROUTABLE)] for r in group)
     recorded = [r["recorded_input_tokens"] for r in group]
-    share = _share(total, sum(recorded)) if all(recorded) else "—"
+    return {"total": total,
+            "routable": routable / total if total else 0.0,
+            "not_routed": sum(r[_column(NOT_ROUTED)] for r in group) / total if total else 0.0,
+            "no_hook": sum(r[_column(NO_HOOK)] for r in group) / total if total else 0.0,
+            "over": (sum(r["resent_routable_over_threshold"] for r in group) / routable
+                     if routable else None),
+            "of_recorded": (total / sum(recorded) if all(recorded) and sum(recorded)
+                            else None)}
+
+
+def _line(name: str, client: str, group: list[dict[str, Any]]) -> str:
+    p = pooled(group)
+    total = p["total"]
     tools: Counter[str] = Counter()
     for r in group:
         tools.update(json.loads(r["by_tool"]))
     top = ", ".join(f"`{t}` {n / total:.0%}" for t, n in tools.most_common(3)) if total else ""
+    recorded, over = ("—" if p[key] is None else f"{p[key]:.0%}"
+                      for key in ("of_recorded", "over"))
     return (f"| {name} | {client} | {sum(r['requests'] for r in group):,} | "
-            f"{sum(r['compactions'] for r in group)} | {total:,} | {share} | "
-            f"{_share(routable, total)} | "
-            f"{_share(sum(r['resent_routable_over_threshold'] for r in group), routable)} | "
-            f"{_share(sum(r[_column(NOT_ROUTED)] for r in group), total)} | "
-            f"{_share(sum(r[_column(NO_HOOK)] for r in group), total)} | {top} |")
+            f"{sum(r['compactions'] for r in group)} | {total:,} | {recorded} | "
+            f"{p['routable']:.0%} | {over} | {p['not_routed']:.0%} | "
+            f"{p['no_hook']:.0%} | {top} |")
 
 
 def render(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -43,6 +43,7 @@ from osiris.harness.stats import ms
 
 BLOCK = re.compile(r"<!-- bench:(?P<name>[a-z-]+) -->\n(?P<body>.*?)<!-- /bench:(?P=name) -->",
                    re.DOTALL)
+CLIENT_TITLES = {"claude-code": "Claude Code", "codex": "Codex"}
 AGENTS = {"claude-code": "Claude Code", "codex-cli": "Codex CLI",
           "mini-swe-agent": "mini-swe-agent", "swe-agent": "SWE-agent"}
 LABELS = {"raw": "raw (every output kept)",
@@ -282,7 +283,8 @@ def block_hooks(reports: Reports) -> str:
     if len(rows) != len(found):
         return "The hooks' round trip is not measured in the committed reports.\n"
     pre_old, pre, post_old, post, srv_pre_old, srv_pre, srv_post_old, srv_post = rows
-    return (f"Measured over the first {pre['n']} calls of the bundled Claude Code traces "
+    return (f"Measured over the first {pre['n']} calls of the bundled Claude Code traces, in "
+            f"their workspaces with `OSIRIS_ROOTS` set as `osiris install` sets it "
             f"({PERF_LINK}): the `mcp_tool` hooks, a call to the running server, take a "
             f"median of {ms(srv_pre['median_s'])} ms for PreToolUse and "
             f"{ms(srv_post['median_s'])} ms for PostToolUse (p99 {ms(srv_pre['p99_s'])} "
@@ -559,11 +561,47 @@ def _clients_findings(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -
     return out[:-1] if out else out
 
 
+def block_reach(reports: Reports) -> str:
+    """What OSIRIS's hooks can reach, counted in the recorded sessions themselves
+    (:mod:`osiris.harness.reports.reach`), each client pooled."""
+    from osiris.harness.reports.reach import pooled
+
+    rows = reports.rows("reach")
+    if not rows:
+        return "What a hook can reach is not counted in the committed reports.\n"
+    parts = []
+    for client in CLIENT_ORDER:
+        mine = [r for r in rows if r["client"] == client]
+        if not mine:
+            continue
+        p = pooled(mine)
+        share = (f"tool results were {p['of_recorded']:.0%} of the input the provider "
+                 "counted (the results in cl100k); " if p["of_recorded"] is not None else "")
+        text = (f"in the {len(mine)} {CLIENT_TITLES.get(client, client)} sessions, {share}"
+                f"{p['routable']:.0%} of the re-sent tool-result tokens came from tools whose "
+                f"output OSIRIS may replace, {p['over'] or 0:.0%} of those from outputs over "
+                "the sizes its default routing acts on; "
+                f"{p['not_routed']:.0%} from tools it passes as they are")
+        if p["no_hook"]:
+            worst = max(mine, key=lambda r: r["resent_no_hook"] / r["tool_result_tokens_resent"])
+            text += (f", and {p['no_hook']:.0%} from `write_stdin`, the output of a command "
+                     "still running, which Codex runs no hook for "
+                     f"({worst['resent_no_hook'] / worst['tool_result_tokens_resent']:.0%} in "
+                     f"{worst['session']}); the replays leave those polls out in every "
+                     "configuration, so on a session like that one a user saves a smaller "
+                     "share of the bill than the replay shows")
+        parts.append(text)
+    return ("Counted in the session files themselves, as their authors' clients sent them "
+            "(each tool result's tokens times the requests that re-sent it before the next "
+            "compaction; every session in [reports/BENCHMARK.md](reports/BENCHMARK.md), "
+            "What a hook can reach): " + "; ".join(parts) + ".\n")
+
+
 BLOCKS: dict[str, Callable[[Reports], str]] = {
     "summary": block_summary, "clients": block_clients, "traces": block_traces,
     "peers": block_peers, "sweep": block_sweep, "duration": block_duration,
     "footprint": block_footprint, "hooks": block_hooks, "owner": block_owner,
-    "mini": block_mini, "dashboard": block_dashboard}
+    "mini": block_mini, "dashboard": block_dashboard, "reach": block_reach}
 
 
 def render(reports: Path) -> dict[str, str]:
