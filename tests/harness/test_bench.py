@@ -100,6 +100,33 @@ def test_the_hook_timings_run_the_read_routing_a_users_install_runs(tmp_path: Pa
         release_owner_and_wait(home)
 
 
+def test_a_run_of_one_stage_keeps_the_other_speed_sections_and_says_whose(
+        tmp_path: Path) -> None:
+    committed = (REPO / "reports" / "PERF.md").read_text("utf-8")
+    full_run = re.search(r"run `(\w+)`", committed)
+    assert full_run
+    (tmp_path / "PERF.md").write_text(committed, "utf-8")
+    for stage in ("engine", "payloads"):
+        done = run_cli("bench", "--quick", "--stage", stage, "--repo", str(REPO), "--out",
+                       str(tmp_path), timeout=600)
+        assert done.returncode == 0, done.stderr
+    perf = (tmp_path / "PERF.md").read_text("utf-8")
+    sections = {s.split("\n", 1)[0]: s for s in re.split(r"(?m)^(?=## )", perf)[1:]}
+    # Every section of the full run is still there, in its place, this run's last.
+    assert list(sections) == [s.split("\n", 1)[0]
+                              for s in re.split(r"(?m)^(?=## )", committed)[1:]]
+    note = f"these figures are from run `{full_run[1]}`"
+    for heading, text in sections.items():
+        last_run = heading.startswith(("## Payloads", "## This run"))
+        # A kept section names the run that measured it, once, even kept twice: the
+        # engine's is the first of the two runs, the rest the full run's.
+        assert text.count("*Not measured in this run") == (0 if last_run else 1), heading
+        assert text.count(note) == (0 if last_run or heading.startswith("## Engine")
+                                    else 1), heading
+    assert "| payloads |" in sections["## This run"]
+    assert "| store |" not in sections["## This run"]
+
+
 def test_a_second_run_gives_identical_token_figures(tmp_path: Path) -> None:
     bodies = []
     for n in range(2):

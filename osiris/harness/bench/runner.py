@@ -9,6 +9,7 @@ repository's own ``reports/`` (:mod:`osiris.harness.reports.readme_blocks`).
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -222,13 +223,7 @@ def write_reports(ctx: BenchContext, run: Gathered) -> list[Path]:
         written.append(path)
     documents = dict(run.documents)
     if run.perf_sections:
-        perf = ["# OSIRIS speed", "",
-                f"Machine: {ctx.meta.machine}, Python {ctx.meta.python}; commit "
-                f"`{ctx.meta.commit[:12]}`, run `{ctx.meta.run_id}`"
-                f"{' (quick)' if ctx.quick else ''}. Medians and p99 of repeated "
-                "measurements; these machines are noisy, so compare ratios, not single "
-                "timings.", "", *run.perf_sections]
-        documents["PERF.md"] = "\n".join(perf)
+        documents["PERF.md"] = perf_document(ctx, run.perf_sections)
     for name, text in documents.items():
         path = ctx.out / name
         path.write_text(text if text.endswith("\n") else text + "\n", "utf-8")
@@ -237,6 +232,59 @@ def write_reports(ctx: BenchContext, run: Gathered) -> list[Path]:
         written += job(ctx.out)
     _append_to_duckdb(ctx, run, data)
     return written
+
+
+PERF_HEADER = "# OSIRIS speed"
+_SECTION = re.compile(r"^## .*$", re.MULTILINE)
+_RUN_OF = re.compile(r"commit `(?P<commit>[0-9a-f]+)`, run `(?P<run>[\w-]+)`")
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The ``## `` sections of a PERF.md by heading, in order (each with its text)."""
+    starts = [m.start() for m in _SECTION.finditer(text)]
+    return {text[a:].split("\n", 1)[0]: text[a:b].rstrip("\n") + "\n"
+            for a, b in zip(starts, [*starts[1:], len(text)], strict=True)}
+
+
+KEPT_NOTE = "*Not measured in this run: these figures are from run"
+
+
+def _kept(heading: str, body: str, earlier: re.Match[str] | None) -> str:
+    """A section another run measured, saying which (once: a section kept twice keeps the
+    note of the run that measured it)."""
+    parts = body.split("\n\n", 2)
+    if len(parts) > 1 and parts[1].startswith(KEPT_NOTE):
+        return body
+    which = (f"`{earlier['run']}` at commit `{earlier['commit']}`" if earlier
+             else "an earlier one")
+    rest = body[len(heading):].lstrip("\n")
+    return f"{heading}\n\n{KEPT_NOTE} {which}.*\n\n{rest}"
+
+
+def perf_document(ctx: BenchContext, sections: list[str]) -> str:
+    """reports/PERF.md: this run's sections. A run of some stages only, into a PERF.md a
+    fuller run wrote, replaces the sections it measured and keeps the others, each kept
+    one saying which run measured it (so ``osiris bench hooks`` does not drop the store's
+    figures)."""
+    header = (f"Machine: {ctx.meta.machine}, Python {ctx.meta.python}; commit "
+              f"`{ctx.meta.commit[:12]}`, run `{ctx.meta.run_id}`"
+              f"{' (quick)' if ctx.quick else ''}. Medians and p99 of repeated "
+              "measurements; these machines are noisy, so compare ratios, not single "
+              "timings.")
+    mine = _sections("\n".join(sections))
+    ordered = mine
+    existing = ctx.out / "PERF.md"
+    if set(ctx.stages) < set(STAGES) and existing.exists():
+        text = existing.read_text("utf-8")
+        earlier = _RUN_OF.search(text.split("\n## ", 1)[0])
+        before = _sections(text)
+        ordered = {h: mine[h] if h in mine else _kept(h, b, earlier)
+                   for h, b in before.items()}
+        ordered.update({h: b for h, b in mine.items() if h not in before})
+    last = "## This run"
+    body = [b for h, b in ordered.items() if h != last] + (
+        [ordered[last]] if last in ordered else [])
+    return "\n".join([PERF_HEADER, "", header, "", *body])
 
 
 def _append_to_duckdb(ctx: BenchContext, run: Gathered, data: Path) -> None:
