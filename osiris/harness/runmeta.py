@@ -18,16 +18,40 @@ from osiris.core.tokens import ENCODING_NAME
 _PACKAGES = ("duckdb", "tiktoken", "quicktok-v1", "mcp", "polars", "pyarrow", "google-re2")
 
 
-def _git_commit(repo: Path) -> str:
+MEASURED_PATHS = ("osiris", "bench", "datasets", "noxfile.py", "pyproject.toml")
+"""What a benchmark run's figures depend on: a change there not committed yet is said."""
+UNCOMMITTED = "+uncommitted"
+
+
+def _git(repo: Path, *args: str) -> str | None:
     git = shutil.which("git")
     if git is None:
-        return "unknown"
+        return None
     try:
-        out = subprocess.run([git, "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
+        out = subprocess.run([git, "-C", str(repo), *args], capture_output=True, text=True,
+                             timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _git_commit(repo: Path) -> str:
+    """HEAD's hash, with :data:`UNCOMMITTED` after it when the measured code differs from
+    it (a change or a new file under :data:`MEASURED_PATHS`)."""
+    head = (_git(repo, "rev-parse", "HEAD") or "").strip()
+    if not head:
         return "unknown"
-    return out.stdout.strip() or "unknown"
+    changed = _git(repo, "status", "--porcelain", "--untracked-files=normal", "--",
+                   *MEASURED_PATHS)
+    return head + UNCOMMITTED if changed else head
+
+
+def commit_label(commit: str) -> str:
+    """A run's commit as the reports name it: ```1a94407…``` and, when the run measured
+    code not committed yet, says so."""
+    if commit.endswith(UNCOMMITTED):
+        return f"`{commit[:12]}` with changes not committed yet"
+    return f"`{commit[:12]}`"
 
 
 def _version(dist: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from osiris.harness.bench import dashboard, loopguard, owner, secrets, speed
 from osiris.harness.bench.context import BenchContext, Stage, StageResult
 from osiris.harness.replay.retrieval import RETRIEVAL_MODELS
-from osiris.harness.runmeta import new_run
+from osiris.harness.runmeta import UNCOMMITTED, commit_label, new_run
 
 QUICK_CORPUS = ("ccviewer-demo",)
 """The corpus session of a ``--quick`` run: the shortest (13 calls)."""
@@ -236,7 +236,8 @@ def write_reports(ctx: BenchContext, run: Gathered) -> list[Path]:
 
 PERF_HEADER = "# OSIRIS speed"
 _SECTION = re.compile(r"^## .*$", re.MULTILINE)
-_RUN_OF = re.compile(r"commit `(?P<commit>[0-9a-f]+)`, run `(?P<run>[\w-]+)`")
+_RUN_OF = re.compile(r"commit `(?P<commit>[0-9a-f]+)`(?P<changed> with changes not committed "
+                     r"yet)?, run `(?P<run>[\w-]+)`")
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -255,8 +256,9 @@ def _kept(heading: str, body: str, earlier: re.Match[str] | None) -> str:
     parts = body.split("\n\n", 2)
     if len(parts) > 1 and parts[1].startswith(KEPT_NOTE):
         return body
-    which = (f"`{earlier['run']}` at commit `{earlier['commit']}`" if earlier
-             else "an earlier one")
+    which = (f"`{earlier['run']}` at commit "
+             f"{commit_label(earlier['commit'] + (UNCOMMITTED if earlier['changed'] else ''))}"
+             if earlier else "an earlier one")
     rest = body[len(heading):].lstrip("\n")
     return f"{heading}\n\n{KEPT_NOTE} {which}.*\n\n{rest}"
 
@@ -267,7 +269,7 @@ def perf_document(ctx: BenchContext, sections: list[str]) -> str:
     one saying which run measured it (so ``osiris bench hooks`` does not drop the store's
     figures)."""
     header = (f"Machine: {ctx.meta.machine}, Python {ctx.meta.python}; commit "
-              f"`{ctx.meta.commit[:12]}`, run `{ctx.meta.run_id}`"
+              f"{commit_label(ctx.meta.commit)}, run `{ctx.meta.run_id}`"
               f"{' (quick)' if ctx.quick else ''}. Medians and p99 of repeated "
               "measurements; these machines are noisy, so compare ratios, not single "
               "timings.")

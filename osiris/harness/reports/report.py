@@ -17,6 +17,7 @@ from typing import Any
 
 from osiris.harness.reports import reach as reach_table
 from osiris.harness.reports.bill import saved
+from osiris.harness.runmeta import commit_label
 
 SEED = {200: (1583, 2687, 1651, -4.30, "bystander", 34),
         800: (3851, 3755, 3261, 15.32, "light", 1810),
@@ -519,7 +520,7 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
     header = ["# OSIRIS benchmark", ""]
     if run:
         header += [RUN_START,
-                   f"Run `{run['run_id']}` at commit `{run['commit'][:12]}`; "
+                   f"Run `{run['run_id']}` at commit {commit_label(run['commit'])}; "
                    f"{run['machine']}; Python {run['python']}; encoding {run['encoding']}; "
                    f"cost models {run.get('cost_model_version', '')}.", RUN_END, ""]
     clients = [c for c in CLIENT_ORDER if any(r.get("client") == c
