@@ -94,9 +94,10 @@ def test_the_recorded_sessions_are_counted_whole_and_the_table_pools_each_client
 def test_the_docs_say_what_share_each_client_lets_a_hook_reach(tmp_path: Path) -> None:
     import polars as pl
 
-    from osiris.harness.reports.readme_blocks import Reports, block_reach
+    from osiris.harness.reports.readme_blocks import Reports, _unhooked, block_reach
 
     assert "not counted" in block_reach(Reports(tmp_path))
+    assert _unhooked(Reports(tmp_path)) == ""
     rows = reach_rows(REPO / "datasets", COUNTER)
     (tmp_path / "data").mkdir()
     pl.DataFrame(rows).write_parquet(tmp_path / "data" / "reach.parquet")
@@ -107,3 +108,7 @@ def test_the_docs_say_what_share_each_client_lets_a_hook_reach(tmp_path: Path) -
     assert f"{no_hook:.0%} from `write_stdin`" in text
     assert "corpus/codex/agentv-ci-node24" in text
     assert "Claude Code sessions" in text and "Codex sessions" in text
+    # Said where the README gives the savings, too.
+    summary = _unhooked(Reports(tmp_path))
+    assert f"it is {no_hook:.0%} of the tool output re-sent" in summary
+    assert "corpus/codex/agentv-ci-node24" in summary

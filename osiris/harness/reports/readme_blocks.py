@@ -474,7 +474,25 @@ def block_summary(reports: Reports) -> str:
         "(`datasets/traces/`), *corpus* public interactive sessions from other projects "
         "(`datasets/corpus/`). OSIRIS's routing was tuned on the tielec sessions and on "
         "the *tuning half* of the Claude Code corpus; the *unseen half* is what to expect "
-        "on sessions it was not tuned on."]) + "\n"
+        f"on sessions it was not tuned on.{_unhooked(reports)}"]) + "\n"
+
+
+def _unhooked(reports: Reports) -> str:
+    """The share of the Codex sessions' re-sent tool output no hook can reach, said
+    where the savings are (a sentence; "" before it was counted)."""
+    codex = [r for r in reports.rows("reach") if r["client"] == "codex"]
+    total = sum(r["tool_result_tokens_resent"] for r in codex)
+    unhooked = sum(r["resent_no_hook"] for r in codex)
+    if not total or not unhooked:
+        return ""
+    worst = max(codex, key=lambda r: r["resent_no_hook"] / r["tool_result_tokens_resent"])
+    return (" Codex runs no hook for the output of a command still running, read later "
+            "with `write_stdin`: in the recorded Codex sessions it is "
+            f"{unhooked / total:.0%} of the tool output re-sent "
+            f"({worst['resent_no_hook'] / worst['tool_result_tokens_resent']:.0%} in "
+            f"{worst['session']}), which the sessions played here leave out; on a session "
+            "like that a user saves a smaller share "
+            "([docs/benchmark.md](docs/benchmark.md), what a hook can reach).")
 
 
 def block_clients(reports: Reports) -> str:
