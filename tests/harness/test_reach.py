@@ -108,7 +108,56 @@ def test_the_docs_say_what_share_each_client_lets_a_hook_reach(tmp_path: Path) -
     assert f"{no_hook:.0%} from `write_stdin`" in text
     assert "corpus/codex/agentv-ci-node24" in text
     assert "Claude Code sessions" in text and "Codex sessions" in text
+    # The clairvoyant ceiling, pooled over the sessions with a bill per request.
+    for client in ("claude-code", "codex"):
+        billed = [r for r in rows if r["client"] == client and r["recorded_billed_cost"]]
+        ceiling = sum(r["ceiling_billed_saving"] for r in billed) / sum(
+            r["recorded_billed_cost"] for r in billed)
+        assert f"would have saved at most {ceiling:.1%} of the bill of the {len(billed)}" \
+            in text
     # Said where the README gives the savings, too.
     summary = _unhooked(Reports(tmp_path))
     assert f"it is {no_hook:.0%} of the tool output re-sent" in summary
     assert "corpus/codex/agentv-ci-node24" in summary
+
+
+def test_the_ceiling_keeps_the_lines_the_agent_quoted_later_and_prices_the_rest() -> None:
+    from osiris.core.cost_models import default_cost_models
+    from osiris.engine.routing import PREVIEW_FRAME_TOKENS
+    from osiris.harness.reports.reach import recorded_cost
+
+    lines = [f"{n:6}→def handler_{n:03d}(value): return value + {n:03d}" for n in range(1, 201)]
+    read = "\n".join(lines)
+    edit_args = {"file_path": "/w/m.py", "old_string": "def handler_017(value): "
+                 "return value + 017", "new_string": "def handler_017(value): pass"}
+    usage = [{"input_tokens": 10, "cache_creation_input_tokens": 2_000,
+              "cache_read_input_tokens": 30_000, "output_tokens": 100}] * 3
+    trace = Trace("s.jsonl", "claude-code", steps=[
+        TraceStep(0, "Read", {"file_path": "/w/m.py"}, read, False, "c0", 0),
+        TraceStep(1, "Edit", edit_args, "The file has been updated.", False, "c1", 1),
+    ], usage=usage)
+    measured = reach(trace, "s", COUNTER)
+    model = default_cost_models().get("anthropic-5m")
+    # The Read is re-sent by requests 1 and 2; a clairvoyant hook shows its line 17 only.
+    size, shown = COUNTER.count(read), COUNTER.count(lines[16]) + PREVIEW_FRAME_TOKENS
+    assert measured.removable == (size - shown) * 2
+    assert measured.ceiling_saving == model.token_cost(size - shown, 1.25) \
+        + model.token_cost(size - shown, 0.1)
+    assert measured.recorded_cost == recorded_cost(trace, model) == 3 * (
+        model.token_cost(10) + model.token_cost(2_000, 1.25) + model.token_cost(30_000, 0.1)
+        + model.output_cost(100))
+    row = measured.row()
+    assert row["resent_removable_keeping_needs"] == measured.removable
+    assert row["ceiling_billed_saving"] == measured.ceiling_saving
+    # Codex: input_tokens holds the cached part; a log without usage per request has no
+    # bill, and then no ceiling share either.
+    codex = Trace("r.jsonl", "codex-cli", steps=[_step(0, "exec_command", read, 0)],
+                  usage=[{"input_tokens": 1_000, "cached_input_tokens": 800,
+                          "output_tokens": 10}] * 2)
+    openai = default_cost_models().get("openai-auto")
+    assert recorded_cost(codex, openai) == 2 * (openai.token_cost(200) + openai.token_cost(
+        800, 0.1) + openai.output_cost(10))
+    codex.usage = codex.usage[:1] + [{}] * 0
+    codex.steps.append(_step(1, "exec_command", "ok", 3))
+    assert recorded_cost(codex, openai) is None
+    assert reach(codex, "r", COUNTER).row()["ceiling_billed_saving"] is None

@@ -16,6 +16,16 @@ three classes, by what the client lets a hook do with that tool's output:
   output of a command still running, polled later; checked in Codex 0.169.0,
   ``docs/hooks.md``).
 
+And a ceiling no hook can pass: a *clairvoyant* hook that knew, when each routable output
+arrived, every part of it the agent would use later (the session's needs, derived as the
+replays derive them: :func:`~osiris.harness.replay.workloads.session_from_trace`) and
+showed only the lines holding those, in a preview frame of OSIRIS's size, at no recall.
+What that removes from the re-sent tokens, priced as the client's provider bills them
+(:data:`~osiris.harness.reports.bill.COST_OF_CLIENT`: a result is written to the cache
+once, then read by each later request), against the session's own bill from its usage
+records, is the most any routing of outputs could save on that session as its author ran
+it. The needs count only what the agent later quoted, so the true ceiling is lower still.
+
 Only counts leave this module: no text of a session.
 """
 
@@ -28,10 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.routing import READ_TOOLS, SHELL_TOOLS, RoutingConfig, foreign_mcp_tool
 from osiris.core.tokens import TokenCounter
+from osiris.engine.routing import PREVIEW_FRAME_TOKENS
 from osiris.harness.importers.records import Trace
 from osiris.harness.importers.traces import find_traces, load_trace
+from osiris.harness.replay.workloads import session_from_trace
+from osiris.harness.reports.bill import COST_OF_CLIENT
 
 ROUTABLE, NOT_ROUTED, NO_HOOK = "routable", "not routed", "no hook"
 CLASSES = (ROUTABLE, NOT_ROUTED, NO_HOOK)
@@ -78,6 +92,14 @@ class Reach:
     recorded_input: int | None
     """The provider's input tokens summed over the session's usage records (None: the log
     does not record them per request)."""
+    removable: int = 0
+    """Of the routable tokens: those a clairvoyant hook could have kept out (module
+    docstring)."""
+    recorded_cost: float | None = None
+    """The session's bill (USD) from its usage records under the client's cost model
+    (None: no usage per request)."""
+    ceiling_saving: float = 0.0
+    """What keeping the :attr:`removable` tokens out would have saved of that bill (USD)."""
 
     @property
     def total(self) -> int:
@@ -90,6 +112,10 @@ class Reach:
                 **{_column(c): self.resent[c] for c in CLASSES},
                 "resent_routable_over_threshold": self.over_threshold,
                 "recorded_input_tokens": self.recorded_input,
+                "resent_removable_keeping_needs": self.removable,
+                "recorded_billed_cost": self.recorded_cost,
+                "ceiling_billed_saving": (self.ceiling_saving if self.recorded_cost is not None
+                                          else None),
                 "by_tool": json.dumps(dict(self.by_tool.most_common()))}
 
 
@@ -104,9 +130,14 @@ def requests_of(trace: Trace) -> int:
     return max(len(trace.usage), last + 2)
 
 
+def _per_request(trace: Trace) -> bool:
+    """Whether the log records usage per request (``exec --json`` logs the total once)."""
+    return not (trace.format == "codex-cli" and len(trace.usage) < requests_of(trace) - 1)
+
+
 def _recorded_input(trace: Trace) -> int | None:
-    if trace.format == "codex-cli" and len(trace.usage) < requests_of(trace) - 1:
-        return None  # ``exec --json`` logs the session's total once, not per request
+    if not _per_request(trace):
+        return None
     total = 0
     for usage in trace.usage:
         total += sum(int(usage.get(key) or 0) for key in (
@@ -114,43 +145,87 @@ def _recorded_input(trace: Trace) -> int | None:
     return total or None
 
 
+def recorded_cost(trace: Trace, model: CostModel) -> float | None:
+    """The session's bill (USD) from its usage records: Anthropic's uncached input, cache
+    writes and reads, or OpenAI's input with its cached part, and the output; None when
+    the log has no usage per request."""
+    if not trace.usage or not _per_request(trace):
+        return None
+    total = 0.0
+    for usage in trace.usage:
+        def get(key: str, usage: dict[str, Any] = usage) -> int:
+            return int(usage.get(key) or 0)
+        if trace.format == "codex-cli":  # input_tokens holds the cached part
+            cached = get("cached_input_tokens")
+            total += model.token_cost(get("input_tokens") - cached) \
+                + model.token_cost(cached, model.read_multiplier)
+        else:
+            total += model.token_cost(get("input_tokens")) \
+                + model.token_cost(get("cache_creation_input_tokens"), model.write_multiplier) \
+                + model.token_cost(get("cache_read_input_tokens"), model.read_multiplier)
+        total += model.output_cost(get("output_tokens"))
+    return total
+
+
+def needed_lines(output: str, needs: Sequence[str]) -> str:
+    """The lines of ``output`` that hold a need: what a clairvoyant hook would show."""
+    return "\n".join(line for line in output.split("\n")
+                     if any(need in line for need in needs))
+
+
 def reach(trace: Trace, session: str, counter: TokenCounter,
           config: RoutingConfig | None = None) -> Reach:
     """Count what OSIRIS's hooks can reach in ``trace`` (see the module docstring)."""
     config = config or RoutingConfig()
+    client = "codex" if trace.format == "codex-cli" else trace.format
+    model = default_cost_models().get(COST_OF_CLIENT.get(client, "anthropic-5m"))
+    needs = {s.i: [n.text for n in s.needs]
+             for s in session_from_trace(trace, session, trace.source).steps}
     requests = requests_of(trace)
     # The first response after each compaction: results of earlier steps are gone from it.
     cuts = sorted(trace.steps[c.step].response if c.step < len(trace.steps) else requests
                   for c in trace.compactions)
     resent: Counter[str] = Counter()
     by_tool: Counter[str] = Counter()
-    over = 0
+    over = removable = 0
+    saving = 0.0
     for step in trace.steps:
         if step.response < 0:
             continue
         end = next((cut for cut in cuts if cut > step.response), requests)
         times = max(0, end - step.response - 1)
-        tokens = counter.count(step.output) * times
+        size = counter.count(step.output)
+        tokens = size * times
         if not tokens:
             continue
         kind = reach_of(trace.format, step.tool)
         resent[kind] += tokens
         by_tool[step.tool] += tokens
+        if kind != ROUTABLE:
+            continue
         threshold = threshold_of(trace.format, step.tool, config)
-        if kind == ROUTABLE and threshold is not None and counter.count(step.output) > threshold:
+        if threshold is not None and size > threshold:
             over += tokens
-    return Reach(session, "codex" if trace.format == "codex-cli" else trace.format, requests,
-                 len(trace.compactions), resent, over, by_tool, _recorded_input(trace))
+        shown = counter.count(needed_lines(step.output, needs.get(step.i, []))) \
+            + PREVIEW_FRAME_TOKENS
+        if shown < size:
+            removable += (size - shown) * times
+            saving += model.token_cost(size - shown, model.write_multiplier) \
+                + model.token_cost((size - shown) * (times - 1), model.read_multiplier)
+    return Reach(session, client, requests, len(trace.compactions), resent, over, by_tool,
+                 _recorded_input(trace), removable, recorded_cost(trace, model), saving)
 
 
 def pooled(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Shares pooled over ``group``'s rows: of the re-sent tool-result tokens, each
     class's (``routable``, ``not_routed``, ``no_hook``), ``over`` (of the routable ones,
-    over OSIRIS's thresholds; None without any) and ``of_recorded`` (of the recorded
-    input; None unless every session recorded it)."""
+    over OSIRIS's thresholds; None without any), ``of_recorded`` (of the recorded input;
+    None unless every session recorded it) and ``ceiling`` (the clairvoyant hook's saving
+    of the recorded bill, over the sessions with a bill per request; None without any)."""
     total = sum(r["tool_result_tokens_resent"] for r in group)
     routable = sum(r[_column(ROUTABLE)] for r in group)
     recorded = [r["recorded_input_tokens"] for r in group]
+    billed = [r for r in group if r.get("recorded_billed_cost")]
     return {"total": total,
             "routable": routable / total if total else 0.0,
             "not_routed": sum(r[_column(NOT_ROUTED)] for r in group) / total if total else 0.0,
@@ -158,7 +233,9 @@ def pooled(group: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "over": (sum(r["resent_routable_over_threshold"] for r in group) / routable
                      if routable else None),
             "of_recorded": (total / sum(recorded) if all(recorded) and sum(recorded)
-                            else None)}
+                            else None),
+            "ceiling": (sum(r["ceiling_billed_saving"] for r in billed)
+                        / sum(r["recorded_billed_cost"] for r in billed) if billed else None)}
 
 
 def _line(name: str, client: str, group: list[dict[str, Any]]) -> str:
@@ -170,10 +247,11 @@ def _line(name: str, client: str, group: list[dict[str, Any]]) -> str:
     top = ", ".join(f"`{t}` {n / total:.0%}" for t, n in tools.most_common(3)) if total else ""
     recorded, over = ("—" if p[key] is None else f"{p[key]:.0%}"
                       for key in ("of_recorded", "over"))
+    ceiling = "—" if p["ceiling"] is None else f"{p['ceiling']:.1%}"
     return (f"| {name} | {client} | {sum(r['requests'] for r in group):,} | "
             f"{sum(r['compactions'] for r in group)} | {total:,} | {recorded} | "
             f"{p['routable']:.0%} | {over} | {p['not_routed']:.0%} | "
-            f"{p['no_hook']:.0%} | {top} |")
+            f"{p['no_hook']:.0%} | {ceiling} | {top} |")
 
 
 def render(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -182,8 +260,9 @@ def render(rows: Sequence[dict[str, Any]]) -> list[str]:
         return []
     lines = ["| session | client | requests | compactions | tool-result tokens re-sent | "
              "of the recorded input | routable | of it over OSIRIS's thresholds | "
-             "not routed | no hook | largest tools |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "not routed | no hook | clairvoyant ceiling, of the recorded bill | "
+             "largest tools |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_line(r["session"], r["client"], [r]) for r in rows]
     for client in sorted({r["client"] for r in rows}):
         mine = [r for r in rows if r["client"] == client]

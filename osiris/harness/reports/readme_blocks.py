@@ -608,6 +608,15 @@ def block_reach(reports: Reports) -> str:
                      f"{worst['session']}); the replays leave those polls out in every "
                      "configuration, so on a session like that one a user saves a smaller "
                      "share of the bill than the replay shows")
+        if p["ceiling"] is not None:
+            billed = sorted((r for r in mine if r.get("recorded_billed_cost")),
+                            key=lambda r: r["ceiling_billed_saving"] / r["recorded_billed_cost"])
+            low, high = (f"{r['ceiling_billed_saving'] / r['recorded_billed_cost']:.1%} in "
+                         f"{r['session']}" for r in (billed[0], billed[-1]))
+            text += (f"; a clairvoyant hook, showing of each routable output only the lines "
+                     f"the agent quoted later and never recalling, would have saved at most "
+                     f"{p['ceiling']:.1%} of the bill of the {len(billed)} with usage per "
+                     f"request (from {low} to {high})")
         parts.append(text)
     return ("Counted in the session files themselves, as their authors' clients sent them "
             "(each tool result's tokens times the requests that re-sent it before the next "

@@ -237,7 +237,16 @@ def reach_section(reach: list[dict[str, Any]]) -> list[str]:
             "configuration, the bare client's included (the live command is another "
             "process). *Of the recorded input*: the re-sent tool-result tokens against the "
             "input tokens the provider reported (its own tokenizer; — where the log has no "
-            "usage per request).", "", *reach_table.render(reach), ""]
+            "usage per request). *Clairvoyant ceiling*: the most any routing of outputs "
+            "could have saved of the session's own bill (its usage records, priced as the "
+            "client's provider bills: `anthropic-5m` for Claude Code, `openai-auto` for "
+            "Codex): a hook that knew, when each routable output arrived, every part of it "
+            "the agent would quote later (the needs, derived as the replays derive them) and "
+            "showed only the lines holding those, in a preview frame of OSIRIS's size, with "
+            "no recall ever. The needs count only what the agent quoted, not what it read to "
+            "understand, so the real ceiling is lower; a goal above it cannot be met on that "
+            "session as its author ran it by replacing outputs.", "",
+            *reach_table.render(reach), ""]
 
 
 def kinds_table(rows: list[dict[str, Any]]) -> list[str]:
