@@ -103,7 +103,8 @@ def first_difference(expected: str, actual: str) -> str | None:
 committed_path = reports / "BENCHMARK.md"
 assert committed_path.exists(), f"{committed_path} is missing: run the benchmark first"
 rendered = report.render(rows, footprint(), even, peers=peers,
-                         real_clients=report.clients_section_of(reports), reach=reach)
+                         real_clients=report.clients_section_of(reports, rows[0]["run_id"]),
+                         reach=reach)
 committed = committed_path.read_text("utf-8")
 difference = first_difference(report.body_of(committed), report.body_of(rendered))
 assert difference is None, (

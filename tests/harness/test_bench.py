@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -106,6 +107,8 @@ def test_a_run_of_one_stage_keeps_the_other_speed_sections_and_says_whose(
     full_run = re.search(r"run `(\w+)`", committed)
     assert full_run
     (tmp_path / "PERF.md").write_text(committed, "utf-8")
+    (tmp_path / "data").mkdir()
+    shutil.copy(REPO / "reports" / "data" / "bench_stages.parquet", tmp_path / "data")
     for stage in ("engine", "payloads"):
         done = run_cli("bench", "--quick", "--stage", stage, "--repo", str(REPO), "--out",
                        str(tmp_path), timeout=600)
@@ -125,18 +128,44 @@ def test_a_run_of_one_stage_keeps_the_other_speed_sections_and_says_whose(
                                     else 1), heading
     assert "| payloads |" in sections["## This run"]
     assert "| store |" not in sections["## This run"]
+    # How long a full run takes stays said: the full run's stage durations are kept after
+    # the last run's (the engine-only run between them is not a full run: dropped).
+    from osiris.harness.reports.readme_blocks import Reports, _duration, block_duration
+
+    full = pl.read_parquet(REPO / "reports" / "data" / "bench_stages.parquet")
+    stages = pl.read_parquet(tmp_path / "data" / "bench_stages.parquet")
+    assert stages["stage"].to_list() == ["payloads", *full["stage"].to_list()]
+    assert stages["run_id"].to_list()[1:] == full["run_id"].to_list()
+    text = block_duration(Reports(tmp_path))
+    assert text.startswith(f"A full run took {_duration(full['seconds'].sum())} on ")
+    assert f"; run `{stages['run_id'][0]}` re-ran stage payloads since (" in text
 
 
 def test_a_second_run_gives_identical_token_figures(tmp_path: Path) -> None:
+    """Twice the benchmark stage alone into reports that hold the real clients' rows of
+    an earlier run: the same figures, and the clients' section says which run measured it
+    (it was not this one)."""
+    import polars as pl
+
+    committed = pl.read_parquet(REPO / "reports" / "data" / "clients_sessions.parquet")
+    earlier = committed.row(0, named=True)
     bodies = []
     for n in range(2):
         out = tmp_path / f"run{n}"
+        (out / "data").mkdir(parents=True)
+        for name in ("clients_sessions.parquet", "mini_sessions.parquet"):
+            shutil.copy(REPO / "reports" / "data" / name, out / "data" / name)
         result = run_cli("bench", "--quick", "--stage", "benchmark", "--repo", str(REPO),
                          "--out", str(out), timeout=900)
         assert result.returncode == 0, result.stderr
         bodies.append(body_of((out / "BENCHMARK.md").read_text()))
     assert bodies[0] == bodies[1]
     assert "Run `" not in bodies[0]
+    clients = bodies[0].split("## Inside the real clients", 1)[1]
+    assert clients.lstrip("\n").startswith(
+        f"*Not measured in this run: these figures are from run `{earlier['run_id']}` at "
+        f"commit `{earlier['commit'][:12]}")
+    assert bodies[0].count("*Not measured in this run") == 1
 
 
 def test_unknown_stage_is_a_clear_error(tmp_path: Path) -> None:

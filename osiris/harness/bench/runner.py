@@ -118,7 +118,8 @@ def stage_benchmark(ctx: BenchContext) -> StageResult:
         result.add_rows("peers", peer_rows)
     fp = footprint()
     meta = {**ctx.meta.as_row(), "cost_model_version": rows[0]["cost_model_version"]}
-    real_clients = ctx.sections.get("clients") or report.clients_section_of(ctx.out)
+    real_clients = ctx.sections.get("clients") or report.clients_section_of(
+        ctx.out, run_id=ctx.meta.run_id)
     # What the hooks can reach in the recorded sessions themselves (seconds).
     reach_rows = reach.reach_rows(ctx.repo / "datasets", default_counter())
     if reach_rows:
@@ -210,6 +211,23 @@ class Gathered:
         self.sections.update(result.sections)
 
 
+def _with_full_run(ctx: BenchContext, rows: list[dict[str, Any]], path: Path,
+                   ) -> list[dict[str, Any]]:
+    """This run's stage durations, and after them, when this run measured some stages only,
+    those of the last full run the reports hold (so the README keeps saying how long a
+    full run takes)."""
+    import polars as pl
+
+    if not set(ctx.stages) < set(STAGES) or not path.exists():
+        return rows
+    earlier = pl.read_parquet(path).to_dicts()
+    full = [r for r in earlier if r.get("all_stages") and not r.get("quick")]
+    runs = {r["run_id"] for r in full}
+    if len(runs) != 1:
+        return rows
+    return rows + full
+
+
 def write_reports(ctx: BenchContext, run: Gathered) -> list[Path]:
     """Parquet tables and Markdown documents under ``ctx.out``."""
     import polars as pl
@@ -219,7 +237,8 @@ def write_reports(ctx: BenchContext, run: Gathered) -> list[Path]:
     data.mkdir(parents=True, exist_ok=True)
     for name, rows in run.tables.items():
         path = data / f"{name}.parquet"
-        pl.DataFrame(rows, infer_schema_length=None).write_parquet(path)
+        kept = _with_full_run(ctx, rows, path) if name == "bench_stages" else rows
+        pl.DataFrame(kept, infer_schema_length=None).write_parquet(path)
         written.append(path)
     documents = dict(run.documents)
     if run.perf_sections:
@@ -247,20 +266,14 @@ def _sections(text: str) -> dict[str, str]:
             for a, b in zip(starts, [*starts[1:], len(text)], strict=True)}
 
 
-KEPT_NOTE = "*Not measured in this run: these figures are from run"
-
-
 def _kept(heading: str, body: str, earlier: re.Match[str] | None) -> str:
-    """A section another run measured, saying which (once: a section kept twice keeps the
-    note of the run that measured it)."""
-    parts = body.split("\n\n", 2)
-    if len(parts) > 1 and parts[1].startswith(KEPT_NOTE):
-        return body
+    """A PERF.md section another run measured, saying which."""
+    from osiris.harness.reports.report import kept_section
+
     which = (f"`{earlier['run']}` at commit "
              f"{commit_label(earlier['commit'] + (UNCOMMITTED if earlier['changed'] else ''))}"
              if earlier else "an earlier one")
-    rest = body[len(heading):].lstrip("\n")
-    return f"{heading}\n\n{KEPT_NOTE} {which}.*\n\n{rest}"
+    return kept_section(heading, body, which)
 
 
 def perf_document(ctx: BenchContext, sections: list[str]) -> str:

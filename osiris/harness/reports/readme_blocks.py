@@ -237,19 +237,35 @@ def _duration(seconds: float) -> str:
 
 
 def block_duration(reports: Reports) -> str:
-    """How long the run that wrote the reports took, stage by stage."""
+    """How long the run that wrote the reports took, stage by stage; after a run of some
+    stages, the last full run's durations first and the stages re-run since."""
     stages = reports.rows("bench_stages")
     if not stages:
         return ("The committed reports do not record how long the benchmark took yet (every "
                 "run now records it, per stage, in `reports/data/bench_stages.parquet`).\n")
-    first = stages[0]
-    which = "A full run" if first["all_stages"] and not first["quick"] else \
-        f"The last run ({'quick, ' if first['quick'] else ''}stages " \
-        f"{', '.join(r['stage'] for r in stages)})"
-    total = sum(float(r["seconds"]) for r in stages)
+    latest = stages[0]
+    mine = [r for r in stages if r["run_id"] == latest["run_id"]]
+    full = [r for r in stages if r["run_id"] != latest["run_id"]]
+    if full:
+        return (_durations_of("A full run", full) + f"; run `{latest['run_id']}` re-ran "
+                f"{_stage_list(mine)} since ({latest['date_utc']}; "
+                + ", ".join(f"{r['stage']} {_duration(float(r['seconds']))}" for r in mine)
+                + ").\n")
+    which = "A full run" if latest["all_stages"] and not latest["quick"] else \
+        f"The last run ({'quick, ' if latest['quick'] else ''}{_stage_list(mine)})"
+    return _durations_of(which, mine) + ".\n"
+
+
+def _stage_list(rows: list[dict[str, Any]]) -> str:
+    return ("stage " if len(rows) == 1 else "stages ") + ", ".join(r["stage"] for r in rows)
+
+
+def _durations_of(which: str, rows: list[dict[str, Any]]) -> str:
+    first = rows[0]
+    total = sum(float(r["seconds"]) for r in rows)
     return (f"{which} took {_duration(total)} on {first['machine']} ({first['date_utc']}; "
-            + ", ".join(f"{r['stage']} {_duration(float(r['seconds']))}" for r in stages)
-            + "), installs not included.\n")
+            + ", ".join(f"{r['stage']} {_duration(float(r['seconds']))}" for r in rows)
+            + "), installs not included")
 
 
 def block_footprint(reports: Reports) -> str:

@@ -655,9 +655,26 @@ def with_clients_section(report: str, section: str) -> str:
     return report[:at] + "\n\n" + block + "\n\n## The replay\n" + report[at:]
 
 
-def clients_section_of(reports: Path) -> str | None:
+KEPT_NOTE = "*Not measured in this run: these figures are from run"
+"""How a report section measured by an earlier run starts (after its heading)."""
+
+
+def kept_section(heading: str, body: str, which: str) -> str:
+    """``body`` (a section starting with ``heading``) as another run measured it, saying
+    which (``which``: "`run` at commit `sha`"); a section that says so already is kept
+    as it is, so a section kept twice keeps the note of the run that measured it."""
+    parts = body.split("\n\n", 2)
+    if len(parts) > 1 and parts[1].startswith(KEPT_NOTE):
+        return body
+    rest = body[len(heading):].lstrip("\n")
+    return f"{heading}\n\n{KEPT_NOTE} {which}.*\n\n{rest}"
+
+
+def clients_section_of(reports: Path, run_id: str | None = None) -> str | None:
     """The real-client section rendered from ``reports/data/clients_sessions.parquet``
-    and ``mini_sessions.parquet`` (None when no run wrote the first)."""
+    and ``mini_sessions.parquet`` (None when no run wrote the first). With ``run_id``
+    (the run writing the report), a section another run measured says which run and
+    commit did."""
     path = reports / "data" / "clients_sessions.parquet"
     if not path.exists():
         return None
@@ -665,11 +682,19 @@ def clients_section_of(reports: Path) -> str | None:
 
     from osiris.harness.real_clients import mini
     from osiris.harness.real_clients.tables import render as render_clients
+    from osiris.harness.runmeta import commit_label
 
+    rows = pl.read_parquet(path).to_dicts()
     looped = reports / "data" / "mini_sessions.parquet"
     mini_rows = [r for r in pl.read_parquet(looped).to_dicts() if r.get("session")] \
         if looped.exists() else []
-    return render_clients(pl.read_parquet(path).to_dicts()) + "\n" + mini.render(mini_rows)
+    section = render_clients(rows) + "\n" + mini.render(mini_rows)
+    measured_by = rows[0].get("run_id") if rows else None
+    if run_id is None or measured_by is None or measured_by == run_id:
+        return section
+    heading = section.split("\n", 1)[0]
+    return kept_section(heading, section, f"`{measured_by}` at commit "
+                        f"{commit_label(str(rows[0].get('commit') or ''))}")
 
 
 def body_of(report: str) -> str:
