@@ -119,6 +119,16 @@ def test_the_docs_say_what_share_each_client_lets_a_hook_reach(tmp_path: Path) -
     summary = _unhooked(Reports(tmp_path))
     assert f"it is {no_hook:.0%} of the tool output re-sent" in summary
     assert "corpus/codex/agentv-ci-node24" in summary
+    # And the clairvoyant ceiling of each client, where the README gives the savings.
+    from osiris.harness.reports.readme_blocks import _ceiling
+
+    assert _ceiling(Reports(tmp_path / "none")) == ""
+    ceiling = _ceiling(Reports(tmp_path))
+    for client, title in (("claude-code", "Claude Code"), ("codex", "Codex")):
+        billed = [r for r in rows if r["client"] == client and r["recorded_billed_cost"]]
+        share = sum(r["ceiling_billed_saving"] for r in billed) / sum(
+            r["recorded_billed_cost"] for r in billed)
+        assert f"{share:.1%} of what the {len(billed)} recorded {title} sessions" in ceiling
 
 
 def test_the_ceiling_keeps_the_lines_the_agent_quoted_later_and_prices_the_rest() -> None:

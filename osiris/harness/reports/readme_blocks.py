@@ -248,7 +248,8 @@ def block_duration(reports: Reports) -> str:
     full = [r for r in stages if r["run_id"] != latest["run_id"]]
     if full:
         return (_durations_of("A full run", full) + f"; run `{latest['run_id']}` re-ran "
-                f"{_stage_list(mine)} since ({latest['date_utc']}; "
+                f"{_stage_list(mine)} since ({'quick, ' if latest['quick'] else ''}"
+                f"{latest['date_utc']}; "
                 + ", ".join(f"{r['stage']} {_duration(float(r['seconds']))}" for r in mine)
                 + ").\n")
     which = "A full run" if latest["all_stages"] and not latest["quick"] else \
@@ -490,7 +491,7 @@ def block_summary(reports: Reports) -> str:
         "(`datasets/traces/`), *corpus* public interactive sessions from other projects "
         "(`datasets/corpus/`). OSIRIS's routing was tuned on the tielec sessions and on "
         "the *tuning half* of the Claude Code corpus; the *unseen half* is what to expect "
-        f"on sessions it was not tuned on.{_unhooked(reports)}"]) + "\n"
+        f"on sessions it was not tuned on.{_unhooked(reports)}{_ceiling(reports)}"]) + "\n"
 
 
 def _unhooked(reports: Reports) -> str:
@@ -509,6 +510,28 @@ def _unhooked(reports: Reports) -> str:
             f"{worst['session']}), which the sessions played here leave out; on a session "
             "like that a user saves a smaller share "
             "([docs/benchmark.md](docs/benchmark.md), what a hook can reach).")
+
+
+def _ceiling(reports: Reports) -> str:
+    """The most any routing of outputs could have saved of the recorded sessions' own
+    bills, each client pooled (a sentence; "" before it was counted)."""
+    from osiris.harness.reports.reach import pooled
+
+    parts = []
+    for client in CLIENT_ORDER:
+        billed = [r for r in reports.rows("reach") if r["client"] == client
+                  and r.get("recorded_billed_cost")]
+        if billed:
+            parts.append(f"{pooled(billed)['ceiling']:.1%} of what the {len(billed)} "
+                         f"recorded {CLIENT_TITLES.get(client, client)} sessions with usage "
+                         "per request were billed")
+    if not parts:
+        return ""
+    return (" A hook that knew in advance every line the agent would quote later, showed "
+            "only those and never had to recall, would have saved at most "
+            + " and ".join(parts) + ": that is the ceiling for any tool that replaces "
+            "outputs, on sessions as their authors ran them (per session in "
+            "[docs/benchmark.md](docs/benchmark.md), what a hook can reach).")
 
 
 def block_clients(reports: Reports) -> str:
