@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("read", "shell", "search", "mcp")
+KINDS = ("read", "shell", "mcp")
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,6 @@ class PayoffConstants:
     read to be edited; what is edited may be anywhere)."""
     recall_shell: float = 0.2
     """… of a shell output (the preview keeps failures, errors and the summary)."""
-    recall_search: float = 0.25
-    """… of a search result (the grouped listing keeps every file and its count)."""
     recall_mcp: float = 0.3
     """… of another MCP server's output."""
     share: float = 0.35
@@ -67,7 +65,7 @@ class PayoffConstants:
     def recall_chance(self, kind: str) -> float:
         """``p`` for an output of ``kind``."""
         return {"read": self.recall_read, "shell": self.recall_shell,
-                "search": self.recall_search, "mcp": self.recall_mcp}[kind]
+                "mcp": self.recall_mcp}[kind]
 
 
 @dataclass(frozen=True)
