@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from osiris.core.routing import RoutingConfig
 from osiris.core.tokens import default_counter
 from osiris.harness.importers.records import Compaction, Trace, TraceStep
@@ -132,30 +134,49 @@ def test_the_docs_say_what_share_each_client_lets_a_hook_reach(tmp_path: Path) -
 
 
 def test_the_ceiling_keeps_the_lines_the_agent_quoted_later_and_prices_the_rest() -> None:
+    """Each request that carried the Read is priced where the Read sat in its prompt: the
+    first wrote it to the cache, the second read it, the third found the cache expired
+    and paid it whole; the saving is the part a clairvoyant hook leaves out at those
+    prices, against the bill of the same usage records."""
     from osiris.core.cost_models import default_cost_models
     from osiris.engine.routing import PREVIEW_FRAME_TOKENS
     from osiris.harness.reports.reach import recorded_cost
 
     lines = [f"{n:6}→def handler_{n:03d}(value): return value + {n:03d}" for n in range(1, 201)]
     read = "\n".join(lines)
+    size = COUNTER.count(read)
     edit_args = {"file_path": "/w/m.py", "old_string": "def handler_017(value): "
                  "return value + 017", "new_string": "def handler_017(value): pass"}
-    usage = [{"input_tokens": 10, "cache_creation_input_tokens": 2_000,
-              "cache_read_input_tokens": 30_000, "output_tokens": 100}] * 3
+    head = 5_000
+    usage = [  # request 0 asks for the Read; 1 carries it first (written), 2 reads it
+        {"input_tokens": 10, "cache_creation_input_tokens": head, "output_tokens": 20},
+        {"input_tokens": 0, "cache_read_input_tokens": head + 10,
+         "cache_creation_input_tokens": size, "output_tokens": 30},
+        {"input_tokens": 3, "cache_read_input_tokens": head + 10 + size + 40,
+         "cache_creation_input_tokens": 60, "output_tokens": 10},
+        # an hour later: nothing cached, the whole prompt billed again
+        {"input_tokens": head + 200 + size, "output_tokens": 10}]
     trace = Trace("s.jsonl", "claude-code", steps=[
         TraceStep(0, "Read", {"file_path": "/w/m.py"}, read, False, "c0", 0),
         TraceStep(1, "Edit", edit_args, "The file has been updated.", False, "c1", 1),
     ], usage=usage)
     measured = reach(trace, "s", COUNTER)
     model = default_cost_models().get("anthropic-5m")
-    # The Read is re-sent by requests 1 and 2; a clairvoyant hook shows its line 17 only.
-    size, shown = COUNTER.count(read), COUNTER.count(lines[16]) + PREVIEW_FRAME_TOKENS
-    assert measured.removable == (size - shown) * 2
-    assert measured.ceiling_saving == model.token_cost(size - shown, 1.25) \
-        + model.token_cost(size - shown, 0.1)
-    assert measured.recorded_cost == recorded_cost(trace, model) == 3 * (
-        model.token_cost(10) + model.token_cost(2_000, 1.25) + model.token_cost(30_000, 0.1)
-        + model.output_cost(100))
+    # The Read is re-sent by requests 1, 2 and 3; a clairvoyant hook shows its line 17.
+    shown = COUNTER.count(lines[16]) + PREVIEW_FRAME_TOKENS
+    assert measured.removable == (size - shown) * 3
+    assert measured.ceiling_saving == pytest.approx(
+        model.token_cost(size - shown, 1.25 + 0.1 + 1.0))
+    assert measured.recorded_cost == recorded_cost(trace, model) == pytest.approx(sum(
+        model.token_cost(u.get("input_tokens", 0))
+        + model.token_cost(u.get("cache_creation_input_tokens", 0), 1.25)
+        + model.token_cost(u.get("cache_read_input_tokens", 0), 0.1)
+        + model.output_cost(u["output_tokens"]) for u in usage))
+    # Without the records (two requests after the Read, the answer to the Edit's the
+    # last), the first carry writes and the later one reads.
+    bare = Trace("s.jsonl", "claude-code", steps=trace.steps, usage=[])
+    assert reach(bare, "s", COUNTER).ceiling_saving == pytest.approx(
+        model.token_cost(size - shown, 1.25 + 0.1))
     row = measured.row()
     assert row["resent_removable_keeping_needs"] == measured.removable
     assert row["ceiling_billed_saving"] == measured.ceiling_saving
@@ -165,8 +186,8 @@ def test_the_ceiling_keeps_the_lines_the_agent_quoted_later_and_prices_the_rest(
                   usage=[{"input_tokens": 1_000, "cached_input_tokens": 800,
                           "output_tokens": 10}] * 2)
     openai = default_cost_models().get("openai-auto")
-    assert recorded_cost(codex, openai) == 2 * (openai.token_cost(200) + openai.token_cost(
-        800, 0.1) + openai.output_cost(10))
+    assert recorded_cost(codex, openai) == pytest.approx(2 * (
+        openai.token_cost(200) + openai.token_cost(800, 0.1) + openai.output_cost(10)))
     codex.usage = codex.usage[:1] + [{}] * 0
     codex.steps.append(_step(1, "exec_command", "ok", 3))
     assert recorded_cost(codex, openai) is None

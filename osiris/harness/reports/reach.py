@@ -20,11 +20,13 @@ And a ceiling no hook can pass: a *clairvoyant* hook that knew, when each routab
 arrived, every part of it the agent would use later (the session's needs, derived as the
 replays derive them: :func:`~osiris.harness.replay.workloads.session_from_trace`) and
 showed only the lines holding those, in a preview frame of OSIRIS's size, at no recall.
-What that removes from the re-sent tokens, priced as the client's provider bills them
-(:data:`~osiris.harness.reports.bill.COST_OF_CLIENT`: a result is written to the cache
-once, then read by each later request), against the session's own bill from its usage
-records, is the most any routing of outputs could save on that session as its author ran
-it. The needs count only what the agent later quoted, so the true ceiling is lower still.
+What that removes from the re-sent tokens, priced as the client's provider billed each
+request that carried it (:data:`~osiris.harness.reports.bill.COST_OF_CLIENT`; where the
+result sat in that request's prompt against the part the usage record says was read from
+the cache, written to it or billed uncached — a cache that had expired bills it all
+again), against the session's own bill from the same records, is the most any routing of
+outputs could save on that session as its author ran it. The needs count only what the
+agent later quoted, so the true ceiling is lower still.
 
 Only counts leave this module: no text of a session.
 """
@@ -167,6 +169,62 @@ def recorded_cost(trace: Trace, model: CostModel) -> float | None:
     return total
 
 
+def usage_by_request(trace: Trace) -> dict[int, dict[str, Any]]:
+    """Each request's usage record, by request index ({} without usage per request):
+    Claude Code's records name their response; a Codex rollout logs one per request."""
+    if not trace.usage or not _per_request(trace):
+        return {}
+    if all(isinstance(u.get("response"), int) for u in trace.usage):
+        return {u["response"]: u for u in trace.usage}
+    return dict(enumerate(trace.usage))
+
+
+def _zones(fmt: str, usage: dict[str, Any]) -> tuple[int, int, int]:
+    """Where a request's prompt was read from the cache, written to it, and billed
+    uncached: the ends of the three zones, in the provider's tokens."""
+    def get(key: str) -> int:
+        return int(usage.get(key) or 0)
+    if fmt == "codex-cli":  # a cached prefix, the rest billed as input
+        return get("cached_input_tokens"), get("cached_input_tokens"), get("input_tokens")
+    read = get("cache_read_input_tokens")
+    written = read + get("cache_creation_input_tokens")
+    return read, written, written + get("input_tokens")
+
+
+def _result_ends(trace: Trace, usage: dict[int, dict[str, Any]], counter: TokenCounter,
+                 ) -> dict[int, int]:
+    """Where each result ends in the prompt of the request after it: that prompt's size
+    less the results of the same response that follow it (0 without usage)."""
+    ends: dict[int, int] = {}
+    after: dict[int, int] = {}
+    for step in reversed(trace.steps):
+        record = usage.get(step.response + 1)
+        if step.response < 0 or record is None:
+            continue
+        ends[step.i] = _zones(trace.format, record)[2] - after.get(step.response, 0)
+        after[step.response] = after.get(step.response, 0) + counter.count(step.output)
+    return ends
+
+
+def _price(model: CostModel, fmt: str, usage: dict[str, Any] | None, span: tuple[int, int],
+           *, first: bool) -> float:
+    """The multiplier one request paid for a result at ``span`` of its prompt: read from
+    the cache, written to it, or billed uncached (a result across zones pays each part's;
+    a cache that expired or a compaction's summary request bill it all again). Without
+    the request's usage: written by the first request that carries it, read after."""
+    if usage is None or span[1] <= 0:
+        return model.write_multiplier if first else model.read_multiplier
+    read, written, _ = _zones(fmt, usage)
+    start, end = max(0, span[0]), span[1]
+    size = max(1, end - start)
+
+    def part(low: int, high: int) -> float:
+        return max(0, min(end, high) - max(start, low)) / size
+    cached, wrote = part(0, read), part(read, written)
+    return cached * model.read_multiplier + wrote * model.write_multiplier \
+        + (1 - cached - wrote)
+
+
 def needed_lines(output: str, needs: Sequence[str]) -> str:
     """The lines of ``output`` that hold a need: what a clairvoyant hook would show."""
     return "\n".join(line for line in output.split("\n")
@@ -189,6 +247,8 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
     by_tool: Counter[str] = Counter()
     over = removable = 0
     saving = 0.0
+    usage = usage_by_request(trace)
+    ends = _result_ends(trace, usage, counter)
     for step in trace.steps:
         if step.response < 0:
             continue
@@ -210,8 +270,10 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
             + PREVIEW_FRAME_TOKENS
         if shown < size:
             removable += (size - shown) * times
-            saving += model.token_cost(size - shown, model.write_multiplier) \
-                + model.token_cost((size - shown) * (times - 1), model.read_multiplier)
+            span = (ends.get(step.i, 0) - size, ends.get(step.i, 0))
+            saving += model.token_cost(size - shown, sum(
+                _price(model, trace.format, usage.get(j), span, first=j == step.response + 1)
+                for j in range(step.response + 1, end)))
     return Reach(session, client, requests, len(trace.compactions), resent, over, by_tool,
                  _recorded_input(trace), removable, recorded_cost(trace, model), saving)
 
