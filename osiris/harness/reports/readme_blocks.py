@@ -515,6 +515,7 @@ def _unhooked(reports: Reports) -> str:
 def _ceiling(reports: Reports) -> str:
     """The most any routing of outputs could have saved of the recorded sessions' own
     bills, each client pooled (a sentence; "" before it was counted)."""
+    from osiris.engine.routing import PREVIEW_FRAME_TOKENS
     from osiris.harness.reports.reach import pooled
 
     parts = []
@@ -528,10 +529,11 @@ def _ceiling(reports: Reports) -> str:
     if not parts:
         return ""
     return (" A hook that knew in advance every line the agent would quote later, showed "
-            "only those and never had to recall, would have saved at most "
-            + " and ".join(parts) + ": that is the ceiling for any tool that replaces "
-            "outputs, on sessions as their authors ran them (per session in "
-            "[docs/benchmark.md](docs/benchmark.md), what a hook can reach).")
+            f"only those in a {PREVIEW_FRAME_TOKENS}-token frame as OSIRIS's previews have, "
+            "and never had to recall, would have saved at most " + " and ".join(parts)
+            + ": the ceiling for replacing outputs as OSIRIS does, on sessions as their "
+            "authors ran them (per session in [docs/benchmark.md](docs/benchmark.md), what "
+            "a hook can reach).")
 
 
 def block_clients(reports: Reports) -> str:
