@@ -210,3 +210,22 @@ def test_the_committed_measurements_are_complete_and_hold_no_vendor_text() -> No
     assert _longest_string({k: v for k, v in data.items() if k != "how"}) < 400
     text = client_heads.DATA_FILE.read_text()
     assert "You are" not in text and "/tmp/" not in text
+
+
+def test_the_report_says_what_osiris_adds_on_codexs_default_model() -> None:
+    """The replays play Codex with the traces' gpt-5-codex, which gets OSIRIS's MCP tool
+    definitions in full; Codex's default model lists them by name behind its tool search,
+    so a user on it pays less: the client profile says both, from the measurements."""
+    from osiris.harness.reports.report import _profile_lines
+
+    heads = client_heads.load()["clients"]["codex"]["heads"]["by_model"]
+    default = heads["default"]["osiris"]
+    assert default["mcp_tools_deferred"]
+    assert not heads[client_heads.load()["clients"]["codex"]["trace_model"]]["osiris"][
+        "mcp_tools_deferred"]
+    codex, claude = _profile_lines([{"client": CODEX}, {"client": "claude-code"}])[::-1]
+    added = default["delta_over_bare"]["total"]["tokens"]
+    assert (f"({added:,} on the client's default model, {default['model']}, which defers "
+            "MCP tool definitions") in codex
+    # Claude Code defers them with both models: nothing to add.
+    assert "default model" not in claude

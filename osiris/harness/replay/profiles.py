@@ -120,6 +120,25 @@ def delta_tokens(client: str, configuration: str) -> int | None:
     return None if value is None else int(value)
 
 
+def default_model_head(client: str, configuration: str = "osiris") -> tuple[str, int] | None:
+    """What ``configuration`` adds on the client's default model when that model defers
+    MCP tool definitions behind the client's tool search and the traces' model does not
+    (Codex 0.169.0: its default lists them by name, the traces' gpt-5-codex gets them in
+    full): the default model's name and the tokens added, measured as for the traces'."""
+    model = trace_model(client)
+    if model == "default":
+        return None
+    by_model = measured().get("clients", {}).get(client, {}).get("heads", {}).get(
+        "by_model", {})
+    default = by_model.get("default", {}).get(configuration, {})
+    traces = by_model.get(model, {}).get(configuration, {})
+    value = _summary(client, "delta_tokens", "default", configuration)
+    if value is None or not default.get("mcp_tools_deferred") or traces.get(
+            "mcp_tools_deferred", True):
+        return None
+    return (str(default.get("model") or "default"), int(value))
+
+
 def _claude_code_shaper(count: Callable[[str], int]) -> Callable[[Step], str]:
     read = _summary("claude-code", "read", default={}) or {}
     cap = int(read.get("token_cap") or 25_000)

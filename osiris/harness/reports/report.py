@@ -502,6 +502,20 @@ def _osiris_fixed_cost(rows: list[dict[str, Any]], footprint: dict[str, Any]) ->
     return int(footprint["total_tokens"] + footprint["instructions_tokens"])
 
 
+def _default_model_head(client: str) -> str:
+    """What OSIRIS adds on the client's default model, where that model defers MCP tool
+    definitions and the traces' model, which the replays play, does not."""
+    from osiris.harness.replay.profiles import default_model_head
+
+    found = default_model_head(client)
+    if found is None:
+        return ""
+    model, tokens = found
+    return (f" ({tokens:,} on the client's default model, {model}, which defers MCP tool "
+            "definitions behind its tool search; the sessions here are played with the "
+            "traces' model)")
+
+
 def _profile_lines(rows: list[dict[str, Any]]) -> list[str]:
     """What each client profile of the run models, from the profiles themselves."""
     from osiris.harness.replay.profiles import profile
@@ -518,6 +532,7 @@ def _profile_lines(rows: list[dict[str, Any]]) -> list[str]:
                      f"{'may' if p.evicts else 'may not'} evict; OSIRIS routing: {routing}"
                      + (f"; OSIRIS installed adds {p.osiris_head_tokens:,} tokens to each "
                         "prompt" if p.osiris_head_tokens is not None else "")
+                     + _default_model_head(name)
                      + "".join(f"; {note}" for note in p.notes) + ".")
     return lines
 
