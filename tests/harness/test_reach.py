@@ -64,6 +64,23 @@ def test_what_each_client_lets_a_hook_change() -> None:
     assert reach_of("claude-code", "mcp__osiris__osiris_recall") == NOT_ROUTED
     for tool in ("Grep", "Glob", "Edit", "Task", "Agent", "TodoWrite"):
         assert reach_of("claude-code", tool) == NOT_ROUTED
+    # Claude Code's PostToolUseFailure may not replace a failed call's output; Codex's
+    # PostToolUse replaces a command's output whatever its exit status.
+    assert reach_of("claude-code", "Bash", failed=True) == NO_HOOK
+    assert reach_of("codex-cli", "exec_command", failed=True) == ROUTABLE
+
+
+def test_a_failed_claude_code_command_is_out_of_any_hooks_reach_and_of_the_ceiling() -> None:
+    log = "\n".join(f"FAIL test_{n} expected {n} got {n + 1}" for n in range(400))
+    usage = [{"input_tokens": 1_000, "output_tokens": 10}] * 3
+    failed = TraceStep(0, "Bash", {"command": "pytest"}, log, True, "c0", 0)
+    passed = TraceStep(0, "Bash", {"command": "pytest"}, log, False, "c0", 0)
+    tokens = COUNTER.count(log)
+    gone = reach(Trace("s.jsonl", "claude-code", steps=[failed], usage=usage), "s", COUNTER)
+    assert gone.resent == {NO_HOOK: 2 * tokens}
+    assert gone.removable == 0 and gone.ceiling_saving == 0
+    kept = reach(Trace("s.jsonl", "claude-code", steps=[passed], usage=usage), "s", COUNTER)
+    assert kept.resent == {ROUTABLE: 2 * tokens} and kept.removable > 0
 
 
 def test_the_recorded_sessions_are_counted_whole_and_the_table_pools_each_client() -> None:
@@ -79,11 +96,14 @@ def test_the_recorded_sessions_are_counted_whole_and_the_table_pools_each_client
         assert classes == row["tool_result_tokens_resent"] > 0
         assert row["resent_routable_over_threshold"] <= row["resent_routable"]
         assert sum(json.loads(row["by_tool"]).values()) == row["tool_result_tokens_resent"]
-        # Only Codex has a tool it runs no hook for.
-        assert (row["resent_no_hook"] == 0) == (row["client"] != "codex"
-                                                or "write_stdin" not in row["by_tool"])
-    # The author's ci-node24 session polled its test runs with write_stdin.
+        if row["client"] == "codex":  # its one tool without a hook
+            assert (row["resent_no_hook"] == 0) == ("write_stdin" not in row["by_tool"])
+    # The author's ci-node24 session polled its test runs with write_stdin; in Claude
+    # Code, failed commands are out of reach (40% of cosmic-applet's routable output).
     assert by_name["corpus/codex/agentv-ci-node24"]["resent_no_hook"] > 0
+    applet = by_name["corpus/claude-code/mclaude-cosmic-applet-2.0.76"]
+    assert applet["resent_no_hook"] > 0.3 * (applet["resent_no_hook"]
+                                             + applet["resent_routable"])
     lines = render(rows)
     pooled = [line for line in lines if line.startswith("| **pooled")]
     assert [line.split(" | ")[1] for line in pooled] == ["claude-code", "codex"]

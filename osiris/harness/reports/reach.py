@@ -12,9 +12,10 @@ three classes, by what the client lets a hook do with that tool's output:
   ``shell_preview_tokens``), another MCP server's output (from ``mcp_threshold_tokens``);
 * **not routed** — a hook sees the call, OSIRIS leaves its output as the client shows it
   (edits, searches, sub-agents' answers, plans, images);
-* **no hook** — the client runs no hook for the tool at all: Codex's ``write_stdin`` (the
-  output of a command still running, polled later; checked in Codex 0.169.0,
-  ``docs/hooks.md``).
+* **no hook** — no hook may replace it: the client runs none for the tool at all (Codex's
+  ``write_stdin``, the output of a command still running, polled later; checked in Codex
+  0.169.0, ``docs/hooks.md``), or only one that may not change the output (a call Claude
+  Code counts as failed, its ``is_error`` results, comes to PostToolUseFailure).
 
 And a ceiling no hook can pass: a *clairvoyant* hook that knew, when each routable output
 arrived, every part of it the agent would use later (the session's needs, derived as the
@@ -53,11 +54,15 @@ ROUTABLE, NOT_ROUTED, NO_HOOK = "routable", "not routed", "no hook"
 CLASSES = (ROUTABLE, NOT_ROUTED, NO_HOOK)
 NO_HOOK_TOOLS = {"codex-cli": frozenset({"write_stdin"})}
 """Tools whose output the client shows without running any hook (by trace format)."""
+FAILURE_KEPT = frozenset({"claude-code"})
+"""Clients whose hooks may not replace the output of a call that failed (by trace format):
+Claude Code sends it to PostToolUseFailure, whose answer cannot change it."""
 
 
-def reach_of(fmt: str, tool: str) -> str:
-    """The class of a tool's output in a client (by the trace's format)."""
-    if tool in NO_HOOK_TOOLS.get(fmt, frozenset()):
+def reach_of(fmt: str, tool: str, *, failed: bool = False) -> str:
+    """The class of a tool's output in a client (by the trace's format; ``failed``: the
+    log marks the result an error)."""
+    if tool in NO_HOOK_TOOLS.get(fmt, frozenset()) or (failed and fmt in FAILURE_KEPT):
         return NO_HOOK
     if tool in SHELL_TOOLS or foreign_mcp_tool(tool) or (
             fmt == "claude-code" and tool in READ_TOOLS):
@@ -258,7 +263,7 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
         tokens = size * times
         if not tokens:
             continue
-        kind = reach_of(trace.format, step.tool)
+        kind = reach_of(trace.format, step.tool, failed=step.is_error)
         resent[kind] += tokens
         by_tool[step.tool] += tokens
         if kind != ROUTABLE:

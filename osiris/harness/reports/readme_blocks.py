@@ -643,12 +643,16 @@ def block_reach(reports: Reports) -> str:
                 f"{p['not_routed']:.0%} from tools it passes as they are")
         if p["no_hook"]:
             worst = max(mine, key=lambda r: r["resent_no_hook"] / r["tool_result_tokens_resent"])
+            at = (f"{worst['resent_no_hook'] / worst['tool_result_tokens_resent']:.0%} in "
+                  f"{worst['session']}")
             text += (f", and {p['no_hook']:.0%} from `write_stdin`, the output of a command "
-                     "still running, which Codex runs no hook for "
-                     f"({worst['resent_no_hook'] / worst['tool_result_tokens_resent']:.0%} in "
-                     f"{worst['session']}); the replays leave those polls out in every "
-                     "configuration, so on a session like that one a user saves a smaller "
-                     "share of the bill than the replay shows")
+                     f"still running, which Codex runs no hook for ({at}); the replays leave "
+                     "those polls out in every configuration, so on a session like that one "
+                     "a user saves a smaller share of the bill than the replay shows"
+                     if client == "codex" else
+                     f", and {p['no_hook']:.0%} from calls the client counted as failed "
+                     "(a command's non-zero exit), which it sends to a hook that may not "
+                     f"replace them ({at})")
         if p["ceiling"] is not None:
             billed = sorted((r for r in mine if r.get("recorded_billed_cost")),
                             key=lambda r: r["ceiling_billed_saving"] / r["recorded_billed_cost"])
