@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
 
 from osiris.core.tokens import default_counter
 from osiris.harness.real_clients import capture as client_heads
@@ -20,6 +24,7 @@ from osiris.harness.real_clients.heads import (
 )
 from osiris.harness.real_clients.model_script import ANTHROPIC, OPENAI, ModelRequest
 from osiris.harness.real_clients.run import (
+    CLAUDE_CODE,
     CLIENTS,
     CODEX,
     VERSIONS,
@@ -28,6 +33,7 @@ from osiris.harness.real_clients.run import (
     point_codex_at,
 )
 from tests.conftest import REPO
+from tests.server.transports import run
 
 COUNTER = default_counter()
 ENVIRONMENT = ("# Environment\n - Primary working directory: /tmp/run/project\n"
@@ -229,3 +235,39 @@ def test_the_report_says_what_osiris_adds_on_codexs_default_model() -> None:
             "MCP tool definitions") in codex
     # Claude Code defers them with both models: nothing to add.
     assert "default model" not in claude
+
+
+@pytest.mark.parametrize("client", [CLAUDE_CODE, CODEX])
+def test_the_committed_heads_list_the_tools_an_install_serves_today(
+        tmp_path: Path, client: str) -> None:
+    """The replays charge OSIRIS the head measured in client_heads.json, so it must be
+    measured on the surface ``osiris install`` sets up now: the tools the installed
+    server lists over stdio are the OSIRIS tools the capture saw in the client's request
+    (a capture older than the install's surface charged Claude Code 299 tokens a prompt
+    where the install adds 20)."""
+    workspace = Workspace(tmp_path / "w").reset(client)
+    install(OSIRIS, client, workspace, Tools.of_repo(REPO))
+    if client == CODEX:
+        server = tomllib.loads((workspace.codex_home / "config.toml").read_text())[
+            "mcp_servers"]["osiris"]
+    else:
+        server = json.loads((workspace.home / ".claude.json").read_text())[
+            "mcpServers"]["osiris"]
+
+    async def served() -> set[str]:
+        params = StdioServerParameters(command=server["command"], args=server["args"],
+                                       env={**os.environ, **server["env"]},
+                                       cwd=str(workspace.project))
+        async with Client(params) as mcp:
+            return {t.name for t in (await mcp.list_tools()).tools}
+
+    listed = run(served())
+    captured = []
+    for heads in client_heads.load()["clients"][client]["heads"]["by_model"].values():
+        head = heads[OSIRIS]
+        names = {n.removeprefix("mcp__osiris__").removeprefix("mcp__osiris.")
+                 for n in head["deferred_tool_names"] + head["mcp_tools_defined"]
+                 if n.startswith(("mcp__osiris__", "mcp__osiris."))}
+        if names:  # Codex's default model lists the namespace only
+            captured.append(names)
+    assert captured and all(names == listed for names in captured), (captured, listed)
