@@ -19,10 +19,12 @@ block                         ``deny``, with the required action
 ============================  =====================================================
 
 OSIRIS never says ``allow``: that would skip the user's permission prompt, and OSIRIS
-not objecting is not the user consenting. Two exceptions keep OSIRIS from costing the
+not objecting is not the user consenting. Three exceptions keep OSIRIS from costing the
 agent: an exact duplicate of a ``Read`` passes (the client needs the read before an
-edit, and OSIRIS cannot see whether the first one is still in the prompt), and the
-advice after a call never carries prune advice (the client owns its history).
+edit, and OSIRIS cannot see whether the first one is still in the prompt), a
+``loop_pattern`` warning is said after the failure that reached it and not again
+before the next call, and the advice after a call never carries prune advice (the
+client owns its history).
 """
 
 from __future__ import annotations
@@ -82,11 +84,18 @@ def before_call(answer: dict[str, Any], note: str | None = None,
     """The advice for a precheck answer (``{}``: no objection, nothing to say); ``note``
     is context the agent should get whatever the verdict. An exact duplicate of a
     :data:`REREAD_TOOLS` call passes here (OSIRIS's re-read check, which knows whether
-    the first result is still in the prompt, is routing's)."""
+    the first result is still in the prompt, is routing's). A warning of LoopGuard's
+    ``loop_pattern`` alone is not said again either: it counts the failures already
+    observed, and :func:`after_call` told the agent the same sentence after the last of
+    them (in the client's history ever since, re-sent on every request); its block,
+    at more failures, still denies the call."""
     verdict = answer.get("verdict", "allow")
     found = [str(r) for r in answer.get("reasons", ())]
     if (tool in REREAD_TOOLS and verdict == "suggest_alternative" and found
             and all(r.startswith("loopguard:exact_duplicate") for r in found)):
+        verdict, found = "allow", []
+    if verdict == "warn" and found and all(r.startswith("loopguard:loop_pattern")
+                                           for r in found):
         verdict, found = "allow", []
     reasons = "; ".join(found)
     head = f"OSIRIS {verdict}: {reasons}" if reasons else f"OSIRIS {verdict}"

@@ -231,6 +231,36 @@ def test_repeated_failures_are_blocked_with_the_required_action() -> None:
     assert verdict == "deny" and "Required first: stop retrying" in reason
 
 
+def test_a_loop_pattern_is_told_once_after_the_failure_and_blocked_later(
+        osiris_home: Path) -> None:
+    """The same error from different arguments: after the third failure the agent is
+    warned (PostToolUseFailure); the next call's PreToolUse does not say the same
+    sentence again (it would stay in the client's history, re-sent on every request),
+    though the precheck still journals its warning; at the sixth the call is denied."""
+    session = {"session_id": "pattern", "cwd": "/w", "tool_name": "Bash"}
+    notes, befores = [], []
+    for n in range(6):
+        call = {**session, "tool_input": {"command": f"ls -la /w/missing-{n}/"}}
+        doc, _ = hook("pre-tool-use", {**call, "hook_event_name": "PreToolUse"})
+        befores.append(decision(doc))
+        after, _ = hook("post-tool-use", {
+            **call, "hook_event_name": "PostToolUseFailure",
+            "error": f"Exit code 2\nls: cannot access '/w/missing-{n}/': No such file or "
+                     "directory"})
+        notes.append(after.get("hookSpecificOutput", {}).get("additionalContext", ""))
+    assert "LoopGuard warn (loop_pattern): 3 different" in notes[2]
+    assert not any(notes[:2])
+    # Said once, after the failure; not again before the fourth and fifth calls.
+    assert befores[1:] == [(None, "")] * 5
+    verdicts = [json.loads(b)["verdict"] for (b,) in home_rows(
+        osiris_home, "SELECT body FROM events WHERE kind = 'precheck' ORDER BY seq")]
+    assert verdicts[3:] == ["warn", "warn", "warn"]
+    doc, _ = hook("pre-tool-use", {**session, "hook_event_name": "PreToolUse",
+                                   "tool_input": {"command": "ls -la /w/missing-6/"}})
+    verdict, reason = decision(doc)
+    assert verdict == "deny" and "loop_pattern" in reason
+
+
 def test_osiris_own_tools_are_left_alone(osiris_home: Path) -> None:
     own = {"session_id": "own", "cwd": "/w", "hook_event_name": "PreToolUse",
            "tool_name": "mcp__osiris__osiris_recall", "tool_input": {"ref": "x"}}
