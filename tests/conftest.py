@@ -211,6 +211,17 @@ def home_rows(home: Path, sql: str, params: list[Any] | None = None,
         store.close()
 
 
+SHOWN_REF = r"mem://sha256:[0-9a-f]{16}\b"
+"""A ref as OSIRIS shows it to a model: its short form (``osiris.core.hashing.short_ref``)."""
+
+
+def whole_ref(home: Path, shown: str) -> str:
+    """The one ref of ``home`` whose short form ``shown`` is (what the store and journal
+    hold)."""
+    (found,) = home_rows(home, "SELECT ref FROM refs WHERE starts_with(ref, ?)", [shown])
+    return str(found[0])
+
+
 STORE_MODES = ("owner", "owner-no-write-behind", "no-owner")
 """How a shipped configuration opens the home's store: the store owner with write-behind
 (the default: what every server, hook and ``osiris run`` reaches), the owner with

@@ -25,7 +25,7 @@ from osiris.harness.real_clients.model_script import (
 )
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-_RECALL = re.compile(r"`osiris recall (mem://sha256:[0-9a-f]{64}) --grep")
+_RECALL = re.compile(r"`osiris recall (mem://sha256:[0-9a-f]{16}) --grep")
 
 
 def big_file(lines: int = 4000) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from osiris.agent import AgentSession
+from osiris.core.hashing import short_ref
 from osiris.errors import InvalidInputError
 from osiris.harness.real_clients.model_server import ModelServer
 from tests.conftest import home_rows, run_cli
@@ -22,7 +23,7 @@ NEED = "row 2500: value 17500"
 
 
 def _recall_command(text: str, pattern: str) -> list[str]:
-    found = re.search(r"`osiris recall (mem://sha256:[0-9a-f]{64}) --grep PATTERN`", text)
+    found = re.search(r"`osiris recall (mem://sha256:[0-9a-f]{16}) --grep PATTERN`", text)
     assert found is not None, text[-400:]
     return ["recall", found.group(1), "--grep", pattern]
 
@@ -94,7 +95,7 @@ def test_a_repeated_output_becomes_a_pointer_unless_it_is_small() -> None:
         empty = [osiris.observe("", command="true") for _ in range(2)]
     assert second.ref == first.ref and second.stored
     assert second.text.startswith("[osiris: the same output as an earlier call;")
-    assert f"osiris recall {first.ref}" in second.text
+    assert f"osiris recall {short_ref(first.ref)} " in second.text
     assert [(e.text, e.stored) for e in empty] == [("", False), ("", False)]
 
 

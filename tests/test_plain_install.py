@@ -17,13 +17,13 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SHOWN_REF
 from tests.dashboard.process import dashboard
 from tests.server.transports import run
 
 pytestmark = pytest.mark.slow
 
-REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+REF = re.compile(SHOWN_REF)
 TRACE = REPO / "datasets/corpus/claude-code/strato.jsonl"
 
 

@@ -11,6 +11,11 @@ from osiris.errors import InvalidInputError
 
 REF_PREFIX = "mem://sha256:"
 _REF_RE = re.compile(r"^mem://sha256:([0-9a-f]{64})$")
+SHORT_REF_HEX = 16
+"""Hex digits of a ref as OSIRIS shows it to a model (:func:`short_ref`): 64 bits, so two
+refs of one home share a short form with odds of about n²/2⁶⁵ (1 in 37 million for a
+million refs), and the recall that meets such a pair asks for the whole ref."""
+_SHORT_REF_RE = re.compile(rf"^mem://sha256:([0-9a-f]{{{SHORT_REF_HEX},64}})$")
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of the first journal event."""
 
@@ -44,6 +49,25 @@ def digest_of_ref(ref: str) -> str:
         raise InvalidInputError(
             f"{ref!r} is not a ref: expected 'mem://sha256:' followed by 64 lowercase hex digits"
         )
+    return match.group(1)
+
+
+def short_ref(ref: str) -> str:
+    """``ref`` as a model is shown it: its first :data:`SHORT_REF_HEX` hex digits. The
+    whole ref is 64 digits, about 42 tokens, re-sent in every later request with each
+    preview that names it; the short one is about 14, and recall takes it
+    (:func:`ref_digest_prefix`)."""
+    return REF_PREFIX + digest_of_ref(ref)[:SHORT_REF_HEX]
+
+
+def ref_digest_prefix(ref: object) -> str:
+    """The hex digits of a whole ref or of its short form (at least
+    :data:`SHORT_REF_HEX` of them); InvalidInputError otherwise."""
+    match = _SHORT_REF_RE.match(ref.strip()) if isinstance(ref, str) else None
+    if match is None:
+        raise InvalidInputError(
+            f"{ref!r} is not a ref: expected 'mem://sha256:' followed by {SHORT_REF_HEX} to "
+            "64 lowercase hex digits, as an OSIRIS answer or preview gave it")
     return match.group(1)
 
 

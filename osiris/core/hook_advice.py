@@ -33,6 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from osiris.core.hashing import short_ref
 from osiris.errors import InvalidInputError
 
 MAX_REASON_CHARS = 600
@@ -72,8 +73,8 @@ def _alternative_text(alternative: dict[str, Any] | None) -> str:
     if not alternative:
         return ""
     if alternative.get("op") == "recall" and alternative.get("ref"):
-        return (f" Instead: osiris_recall(ref={alternative['ref']!r}) — the output is "
-                "already stored.")
+        return (f" Instead: osiris_recall(ref={short_ref(alternative['ref'])!r}) — the "
+                "output is already stored.")
     if alternative.get("instead"):
         return f" Instead: {alternative['instead']}."
     return " Instead: " + json.dumps(alternative, ensure_ascii=False, sort_keys=True) + "."

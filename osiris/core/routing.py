@@ -31,6 +31,8 @@ from dataclasses import dataclass, fields
 from pathlib import PurePosixPath
 from typing import Any
 
+from osiris.core.hashing import short_ref
+
 READ_TOOLS = frozenset({"Read"})
 SHELL_TOOLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "shell_command"})
 # What a Read shows that OSIRIS must not touch: images, PDFs and notebooks are rendered by
@@ -192,7 +194,7 @@ def windowed_input(tool_input: dict[str, Any], config: RoutingConfig) -> dict[st
 def read_context(path: str, *, lines: int, tokens: int, ref: str, window: int,
                  outline: list[str], outline_cut: bool) -> str:
     """The context the hook adds to a windowed ``Read`` (reaches the model verbatim)."""
-    shown = min(window, lines)
+    shown, ref = min(window, lines), short_ref(ref)
     parts = [f"OSIRIS shortened this Read: {path} has {lines:,} lines ({tokens:,} tokens); "
              f"lines 1-{shown} are shown. The whole file is stored as {ref}. For other "
              f"lines use Read with offset/limit, or osiris_recall(ref=\"{ref}\", "
@@ -208,6 +210,7 @@ def shaped_read_context(path: str, *, lines: int, tokens: int, ref: str, shown: 
                         outline: list[str], outline_cut: bool) -> str:
     """The note beside a mid-size ``Read`` shown as its first lines (reaches the model
     verbatim, after the numbered lines the client renders)."""
+    ref = short_ref(ref)
     parts = [f"OSIRIS showed lines 1-{shown} of {path} ({lines:,} lines, {tokens:,} tokens; "
              f"the whole file is stored as {ref}). For any other part: Read with "
              f"offset/limit (line numbers below), or osiris_recall(ref=\"{ref}\", "
@@ -242,6 +245,7 @@ def read_changes_context(path: str, *, span: tuple[int, int], lines: int, old_li
     """The note beside a re-read shown as its changed lines (reaches the model verbatim,
     after the numbered lines the client renders)."""
     first, last = span
+    ref = short_ref(ref)
     where = f" (tool call {tool_use_id})" if tool_use_id else ""
     moved = lines - old_lines
     parts = [f"OSIRIS: {path} changed since you read it whole{where}; no compaction since, "
@@ -291,7 +295,8 @@ def shell_replacement(preview: str, *, lines: int, tokens: int, ref: str,
     body = preview.rstrip("\n")
     what = "whole output" if complete else "output as the client kept it, its middle cut"
     return (head + (body + "\n" if body else "")
-            + f"[osiris: {what} ({lines:,} lines, {tokens:,} tokens) stored as {ref}: "
+            + f"[osiris: {what} ({lines:,} lines, {tokens:,} tokens) stored as "
+            f"{short_ref(ref)}: "
             "osiris_recall it with op=\"grep\" pattern=… or op=\"range\" start= end=]")
 
 
@@ -299,6 +304,7 @@ def run_footer(*, exit_code: int, lines: int, tokens: int, ref: str) -> str:
     """The last line ``osiris run`` prints under a preview: the recall hint in the shell's
     own syntax (whoever reads it acts through a shell), as ``osiris recall`` says it."""
     status = f"exit {exit_code}" if exit_code >= 0 else f"killed by signal {-exit_code}"
+    ref = short_ref(ref)
     return (f"[osiris: {status}; whole output ({lines:,} lines, {tokens:,} tokens) stored as "
             f"{ref}: read it with `osiris recall {ref} --grep PATTERN` (or --lines A:B)]")
 
@@ -309,7 +315,7 @@ MAX_ROUTED_HINT_CHARS = 500
 
 def routed_hint(template: str, ref: str) -> str:
     """A loop's recall hint for ``ref`` (``{ref}`` in its template stands for it)."""
-    return template.replace("{ref}", ref)
+    return template.replace("{ref}", short_ref(ref))
 
 
 def routed_preview(preview: str, *, lines: int, tokens: int, hint: str) -> str:
@@ -365,7 +371,8 @@ def foreign_mcp_tool(tool: str, own_server_names: tuple[str, ...] = ("osiris",))
 def replaced_output(preview: str, *, ref: str, tokens: int, lines: int) -> str:
     """The text that stands in for a large MCP output."""
     return (f"{preview}\n[osiris: whole output ({lines:,} lines, {tokens:,} tokens) stored as "
-            f"{ref}: osiris_recall it with op=\"grep\" pattern=… or op=\"range\" start= end=]")
+            f"{short_ref(ref)}: osiris_recall it with op=\"grep\" pattern=… or op=\"range\" "
+            "start= end=]")
 
 
 # -- compaction -------------------------------------------------------------------------
@@ -377,7 +384,8 @@ def compaction_context(manifest: str, refs: list[dict[str, Any]], limit: int = 3
              "(recall any of it with osiris_recall; files can be read again).", manifest]
     for item in refs[:limit]:
         what = item.get("what") or item.get("tool") or "output"
-        lines.append(f"- {item['ref']}: {what}, {int(item.get('tokens') or 0):,} tokens")
+        lines.append(f"- {short_ref(item['ref'])}: {what}, {int(item.get('tokens') or 0):,} "
+                     "tokens")
     if len(refs) > limit:
         # The caller asks for one row more than it shows: there are older refs, and
         # no tool lists them, so the line says only that.

@@ -19,7 +19,7 @@ import duckdb
 from osiris.config import Settings
 from osiris.contracts.events import VERSIONS
 from osiris.core.cost_models import CostModel
-from osiris.core.hashing import canonical_json
+from osiris.core.hashing import canonical_json, ref_digest_prefix, ref_for_digest
 from osiris.core.task_state import TaskState
 from osiris.core.tokens import TokenCounter
 from osiris.engine.operating_context import OperatingContextLoader
@@ -74,6 +74,29 @@ def authorize(con: duckdb.DuckDBPyConnection, task_id: str, principal: str | Non
     if row is None or (principal is not None and row[0] != principal):
         raise NotFoundError(f"task {task_id!r} does not exist; start one with "
                             "plan(mode='start') or check the id in your manifest")
+
+
+def resolve_ref(con: Any, ref: object, principal: str | None = None) -> str:
+    """The whole ref for a whole ref or its short form (:func:`short_ref`, what previews
+    show); the answer an unknown ref gets when no ref of the home starts so, and an
+    InvalidInputError naming the way out when two do. A principal's short ref resolves
+    among the refs it may read, so another's cannot make it ambiguous."""
+    digits = ref_digest_prefix(ref)
+    if len(digits) == 64:
+        return ref_for_digest(digits)
+    prefix = ref_for_digest(digits)
+    found = [row[0] for row in con.execute(statements.REFS_FROM_PREFIX,
+                                           [prefix, prefix + "g"]).fetchall()]
+    if principal is not None:
+        found = [r for r in found if con.execute(
+            statements.PRINCIPAL_HOLDS_REF, [r, principal]).fetchone() is not None]
+    if not found:
+        raise NotFoundError(f"{prefix} is unknown to this OSIRIS home")
+    if len(found) > 1:
+        raise InvalidInputError(f"{prefix} starts more than one ref of this home: give the "
+                                "whole ref (64 hex digits), as the journal or the "
+                                "dashboard shows it")
+    return str(found[0])
 
 
 def check_ref_visible(con: Any, ref: str, principal: str | None) -> None:

@@ -30,7 +30,6 @@ from osiris.core import routing as routing_core
 from osiris.core.budget import budget_state
 from osiris.core.cost_models import CostModel, default_cost_models
 from osiris.core.display import escape_controls
-from osiris.core.hashing import digest_of_ref
 from osiris.core.manifest import render_manifest
 from osiris.core.operating_context import context_view, instructions_text, resolve_project
 from osiris.core.payload_work import PayloadWork
@@ -67,6 +66,7 @@ from osiris.engine.context import (
     derived_counts,
     journal,
     load_task,
+    resolve_ref,
 )
 from osiris.engine.operating_context import OperatingContextLoader
 from osiris.engine.rules import RulesLoader
@@ -499,19 +499,22 @@ class Engine:
         refs of an accepted result back to the parent)."""
         task = check_task_id(task_id) if task_id is not None else None
         with self.store.transaction(actor or principal or "agent") as tx:
+            asked = ref
             if task is not None:
                 authorize(tx.con, task, principal)
-                # A task sees only refs it created or was handed: OSIRIS never tells an
-                # agent it has content that never reached it.
-                digest_of_ref(ref)
-                if tx.con.execute(statements.TASK_HOLDS_REF, [task, ref]).fetchone() is None:
-                    raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
-                                        "observed in this task nor handed to it")
+            ref = resolve_ref(tx.con, ref, principal)  # previews show the short form
+            # A task sees only refs it created or was handed: OSIRIS never tells an agent
+            # it has content that never reached it.
+            if task is not None and tx.con.execute(
+                    statements.TASK_HOLDS_REF, [task, ref]).fetchone() is None:
+                raise NotFoundError(f"{ref} is not visible to task {task}: it was neither "
+                                    "observed in this task nor handed to it")
             check_ref_visible(tx.con, ref, principal)
             answer = recall_op.recall(
                 self.ctx, tx, ref=ref, op=op, pattern=pattern, start=start, end=end, n=n,
                 context=context, fields=fields, where=where, max_tokens=max_tokens,
                 ignore_case=ignore_case, language=language)
+            answer["ref"] = asked.strip()  # as the agent knows it: the short form stays short
             journal(tx, "recall", {"ref": ref, "op": op, "tokens": answer["tokens"],
                                    "truncated": answer["truncated"]}, task_id=task)
             account_answer(self.ctx, tx, task, f"recall.{op}", answer)
@@ -578,9 +581,9 @@ class Engine:
         return cast(ResumeView, view)
 
     def ref_bytes(self, ref: str, principal: str | None = None) -> tuple[bytes, str]:
-        """Raw verified bytes of a ref and its media type."""
-        digest_of_ref(ref)
+        """Raw verified bytes of a ref (whole, or its short form) and its media type."""
         with self.store.read() as con:
+            ref = resolve_ref(con, ref, principal)
             check_ref_visible(con, ref, principal)
             row = con.execute(statements.REF_MEDIA_TYPE, [ref]).fetchone()
         if row is None:

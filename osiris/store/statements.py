@@ -27,6 +27,9 @@ TOOL_RESULT = ("SELECT ref, created_us, tokens FROM tool_results WHERE task_id =
 REF_EXISTS = "SELECT 1 FROM refs WHERE ref = ?"
 REF_MEDIA_TYPE = "SELECT media_type FROM refs WHERE ref = ?"
 TASK_HOLDS_REF = "SELECT 1 FROM task_refs WHERE task_id = ? AND ref = ?"
+REFS_FROM_PREFIX = "SELECT ref FROM refs WHERE ref >= ? AND ref < ? ORDER BY ref LIMIT 2"
+"""The refs a short ref may stand for: those in ``[prefix, prefix + 'g')`` (hex digits
+sort below ``g``), two at most (two: it is ambiguous)."""
 PRINCIPAL_HOLDS_REF = ("SELECT 1 FROM task_refs r JOIN tasks t USING (task_id)"
                        " WHERE r.ref = ? AND t.owner = ? LIMIT 1")
 TASK_EXISTS = "SELECT 1 FROM tasks WHERE task_id = ?"

@@ -17,10 +17,10 @@ import pytest
 from osiris.clients.launcher import launch_argv
 from osiris.config import Settings
 from osiris.engine import Engine
-from tests.conftest import home_rows
+from tests.conftest import SHOWN_REF, home_rows, whole_ref
 from tests.mounts import in_small_fs
 
-REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+REF = re.compile(SHOWN_REF)
 
 
 def run(command: str, *options: str, stdin: bytes | None = None, cwd: Path | None = None,
@@ -65,9 +65,10 @@ def test_a_large_output_is_stored_whole_and_shown_as_a_preview(osiris_home: Path
     assert len(shown) < 4_000
     assert "FAILED tests/test_a.py::test_b" in shown
     assert "[osiris: exit 1; whole output (4,001 lines" in shown
-    (ref,) = set(REF.findall(shown))
+    (shown_ref,) = set(REF.findall(shown))
+    ref = whole_ref(osiris_home, shown_ref)
     with Engine(Settings.from_env()) as engine:
-        stored = engine.ref_bytes(ref)[0]
+        stored = engine.ref_bytes(shown_ref)[0]  # the short form serves as the whole
     expected = subprocess.run(["bash", "-c", command], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, check=False).stdout
     assert stored == expected

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from osiris.core import routing
-from tests.conftest import home_rows, run_cli
+from tests.conftest import SHOWN_REF, home_rows, run_cli, whole_ref
 
 
 def hook(client: str, event: str, payload: dict[str, Any], env: dict[str, str]
@@ -65,11 +65,11 @@ def test_a_large_read_is_windowed_and_the_file_stored(project: Path, osiris_home
     assert "permissionDecision" not in out  # Claude Code needs no decision for a rewrite
     context = out["additionalContext"]
     assert "has 7,500 lines" in context
-    (ref,) = {w.strip('.,"') for w in context.split() if w.startswith("mem://")}
+    (shown,) = set(re.findall(SHOWN_REF, context))  # the short form, named twice
     lines = [int(x.split(":")[0]) for x in context.splitlines() if x[:1].isdigit()]
     assert lines[0] == 1 and lines[-1] > 7000  # the outline spans the file
     stored = home_rows(osiris_home, "SELECT count(*) FROM events WHERE kind = 'route.read'"
-                                    " AND body->>'ref' = ?", [ref])
+                                    " AND body->>'ref' = ?", [whole_ref(osiris_home, shown)])
     assert stored == [(1,)]
     audit = run_cli("audit", "--task", home_rows(
         osiris_home, "SELECT task_id FROM client_sessions")[0][0])
@@ -131,9 +131,10 @@ def claude_post(command: str, response: dict[str, Any], cwd: Path,
             "tool_response": response, "tool_use_id": "toolu_sink"}
 
 
-def ref_in(text: str) -> str:
-    (ref,) = set(re.findall(r"mem://sha256:[0-9a-f]{64}", text))
-    return ref
+def ref_in(text: str, home: Path) -> str:
+    """The whole ref of the one ref ``text`` shows (in its short form)."""
+    (shown,) = set(re.findall(SHOWN_REF, text))
+    return whole_ref(home, shown)
 
 
 def test_claude_code_large_shell_output_is_replaced_after_it_ran(project: Path,
@@ -156,7 +157,7 @@ def test_claude_code_large_shell_output_is_replaced_after_it_ran(project: Path,
     assert len(shown) < 4_000 and "whole output (20,000 lines" in shown
     assert "Process exited" not in shown  # Claude Code names the status itself
     assert home_rows(osiris_home, "SELECT size_bytes FROM refs WHERE ref = ?",
-                     [ref_in(shown)]) == [(len(whole.encode()),)]
+                     [ref_in(shown, osiris_home)]) == [(len(whole.encode()),)]
     # Small output, no persisted file: stdout and stderr as Claude Code shows them.
     small = {"stdout": "ok", "stderr": "warning: x", "interrupted": False, "isImage": False}
     assert "updatedToolOutput" not in inner(hook(
@@ -468,7 +469,7 @@ def test_a_reread_of_a_changed_file_shows_the_changed_lines(project: Path) -> No
     assert "changed since you read it whole (tool call toolu_first)" in note
     assert "Lines 1-88 are as in that read" in note
     assert "Lines 97-181 are that read's lines 96-180, moved by +1" in note
-    assert re.search(r"stored as mem://sha256:[0-9a-f]{64}", note)
+    assert re.search(r"stored as " + SHOWN_REF, note)
     # Read again after one more edit: shown against the read just made.
     again = after.replace("    return value * 50\n", "    return value * 500\n")
     path.write_text(again, encoding="utf-8")

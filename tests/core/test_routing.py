@@ -15,6 +15,8 @@ from osiris.core.routing import (
 )
 
 REF = "mem://sha256:" + "a" * 64
+SHORT = "mem://sha256:" + "a" * 16
+"""What the model is shown of REF: 16 hex digits, which osiris_recall resolves."""
 
 
 def test_a_shell_output_is_a_candidate_unless_off_in_the_background_or_exempt() -> None:
@@ -33,7 +35,7 @@ def test_the_replacement_names_the_status_only_where_it_stands_for_the_clients_o
     codex = shell_replacement("FAILED x\n", lines=10, tokens=99, ref=REF, exit_code=2,
                               status_line=True)
     assert codex.startswith("Process exited with code 2\nFAILED x\n[osiris: whole output "
-                            "(10 lines, 99 tokens) stored as " + REF)
+                            "(10 lines, 99 tokens) stored as " + SHORT + ": ")
     claude = shell_replacement("ok", lines=1, tokens=5, ref=REF, exit_code=None,
                                status_line=False)
     assert claude.startswith("ok\n[osiris: whole output")
@@ -45,7 +47,7 @@ def test_the_replacement_names_the_status_only_where_it_stands_for_the_clients_o
 def test_after_a_compaction_older_refs_are_said_to_exist_not_counted() -> None:
     refs = [{"ref": REF, "what": f"output {i}", "tokens": 600} for i in range(4)]
     text = compaction_context("OSIRIS/1 task=x", refs, limit=3)
-    assert text.count(REF) == 3
+    assert text.count(SHORT) == 3 and REF not in text
     assert text.endswith("- … and older refs, not listed here")
     assert "older" not in compaction_context("OSIRIS/1 task=x", refs[:3], limit=3)
 
@@ -88,7 +90,7 @@ def test_the_note_says_where_every_other_line_is() -> None:
     assert "Shown: lines 10-20" in note and "(100 lines; 95 then)" in note
     assert "Lines 1-9 are as in that read." in note
     assert "Lines 21-100 are that read's lines 16-95, moved by +5." in note
-    assert REF in note
+    assert note.count(SHORT) == 2 and REF not in note
     top = read_changes_context("/p/app.py", span=(1, 100), lines=100, old_lines=100,
                                tool_use_id=None, ref=REF)
     assert "Lines 1-" not in top and "that read's lines" not in top

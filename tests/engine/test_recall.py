@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import duckdb
 import pytest
 
+from osiris.core.hashing import short_ref
 from osiris.engine import Engine
 from osiris.engine.audit import audit_task
+from osiris.engine.context import resolve_ref
 from osiris.errors import IntegrityError, InvalidInputError, NotFoundError
 from osiris.harness.importers.traces import load_trace
-from tests.conftest import TRACES
+from tests.conftest import TRACES, home_rows
 
 PYLINT = TRACES / "mini-swe-agent__gruckion-fork" / "pylint-dev__pylint-6528.traj.json"
 
@@ -33,6 +38,38 @@ def test_each_op_through_the_engine(engine: Engine) -> None:
     assert engine.recall(ref, "tail", n=1)["lines_total"] == len(text.rstrip("\n").split("\n"))
     agg = engine.recall(ref, "aggregate", pattern=r"\b([EWCR]\d{4})\b", n=5)
     assert "total matching lines" in agg["text"]
+
+
+def test_the_short_ref_previews_show_recalls_the_whole(engine: Engine) -> None:
+    """Previews name a ref by its first 16 hex digits (14 tokens, not 42): recall and
+    the raw bytes take that form, or any longer prefix; the journal keeps the whole."""
+    tid, ref, text = _big_log(engine)
+    short = short_ref(ref)
+    assert len(short) == len("mem://sha256:") + 16 and ref.startswith(short)
+    answer = engine.recall(short, "head", n=1, task_id=tid)
+    assert answer["ref"] == short
+    assert answer["text"].splitlines()[0] == "1:" + text.split("\n")[0]
+    assert engine.recall(ref[:40], "tail", n=1)["lines_total"] == answer["lines_total"]
+    assert engine.ref_bytes(short) == engine.ref_bytes(ref)
+    recalled = home_rows(engine.settings.home, "SELECT body->>'ref' FROM events WHERE"
+                                               " kind = 'recall' ORDER BY seq")
+    assert recalled == [(ref,), (ref,)]
+    with pytest.raises(InvalidInputError, match="16 to 64 lowercase hex digits"):
+        engine.recall(short[:-1], "head")
+    with pytest.raises(NotFoundError, match="unknown to this OSIRIS home"):
+        engine.recall("mem://sha256:" + "0" * 16, "head")
+
+
+def test_a_short_form_two_refs_share_asks_for_the_whole(tmp_path: Path) -> None:
+    """Two refs of one home with the same first 16 digits (odds about n²/2⁶⁵): the short
+    form is refused with the way out, and each whole ref still resolves."""
+    con = duckdb.connect(str(tmp_path / "refs.duckdb"))
+    con.execute("CREATE TABLE refs (ref VARCHAR PRIMARY KEY)")
+    first, second = ("mem://sha256:" + "ab" * 8 + tail * 48 for tail in "01")
+    con.executemany("INSERT INTO refs VALUES (?)", [[first], [second]])
+    with pytest.raises(InvalidInputError, match=r"more than one ref.*whole ref"):
+        resolve_ref(con, short_ref(first))
+    assert resolve_ref(con, first) == first and resolve_ref(con, second[:30]) == second
 
 
 def test_truncated_answers_continue_exactly(engine: Engine) -> None:

@@ -32,14 +32,14 @@ from osiris.harness.real_clients.model_script import (
 )
 from osiris.harness.real_clients.model_server import ModelServer
 from osiris.harness.real_clients.run import CODEX, ClientRun, Workspace, run_client
-from tests.conftest import home_rows
+from tests.conftest import SHOWN_REF, home_rows
 from tests.harness.real_clients import TOOLS, require_client
 
 pytestmark = pytest.mark.slow  # real Codex sessions
 
 FOREIGN = Path(__file__).parent / "data" / "foreign_mcp.py"
 MODEL = ("-m", "gpt-5.5")  # a model whose catalog entry offers apply_patch
-REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+REF = re.compile(SHOWN_REF)
 PATCH = "*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\n"
 _VOLATILE = re.compile(r"Chunk ID: \w+|Wall time: [\d.]+ seconds|session ID \d+")
 

@@ -35,12 +35,13 @@ from osiris.harness.real_clients.model_server import ModelServer
 from osiris.harness.real_clients.run import CLAUDE_CODE, CODEX, Workspace, run_client
 from osiris.harness.real_clients.sessions import routes_of
 from osiris.harness.real_clients.trace_script import COMPACT_MARKER
+from tests.conftest import SHOWN_REF
 from tests.harness.real_clients import TOOLS, require_client
 
 pytestmark = pytest.mark.slow  # real Claude Code and Codex sessions
 
 CODEX_ARGS = ("-m", "gpt-5-codex")
-REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+REF = re.compile(SHOWN_REF)
 
 
 def _workspace(tmp_path: Path, client: str) -> tuple[Workspace, tuple[str, ...]]:

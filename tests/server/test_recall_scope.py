@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError
 
-from tests.conftest import run_cli
+from tests.conftest import SHOWN_REF, run_cli
 from tests.server.transports import http_client, http_server, osiris_env, run
 
 ALICE = {"Authorization": "Bearer alice-secret-token-0001"}
 BOB = {"Authorization": "Bearer bob-secret-token-0002"}
 TOKENS = "alice=alice-secret-token-0001,bob=bob-secret-token-0002"
 UNKNOWN = "mem://sha256:" + "0" * 64
-REF = re.compile(r"mem://sha256:[0-9a-f]{64}")
+REF = re.compile(SHOWN_REF)
 
 
 def _big_file(tmp_path: Path) -> Path:

@@ -155,8 +155,8 @@ LEAD_LINES = 20
 """Paging starts this many lines above the line the search found."""
 
 
-_STORED_AS = re.compile(r"stored as (mem://sha256:[0-9a-f]{64})")
-_SHELL_RECALL = re.compile(r"osiris recall (mem://sha256:[0-9a-f]{64})")
+_STORED_AS = re.compile(r"stored as (mem://sha256:[0-9a-f]{16,64})")
+_SHELL_RECALL = re.compile(r"osiris recall (mem://sha256:[0-9a-f]{16,64})")
 _GO_ON = re.compile(r"go on with `(osiris recall [^`]+)`")
 _RECALL_TOOLS = {"mcp__osiris": "mcp__osiris.osiris_recall",  # Codex: a namespace
                  "mcp__osiris__osiris_recall": "mcp__osiris__osiris_recall"}
