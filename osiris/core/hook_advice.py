@@ -21,10 +21,10 @@ block                         ``deny``, with the required action
 OSIRIS never says ``allow``: that would skip the user's permission prompt, and OSIRIS
 not objecting is not the user consenting. Three exceptions keep OSIRIS from costing the
 agent: an exact duplicate of a ``Read`` passes (the client needs the read before an
-edit, and OSIRIS cannot see whether the first one is still in the prompt), a
-``loop_pattern`` warning is said after the failure that reached it and not again
-before the next call, and the advice after a call never carries prune advice (the
-client owns its history).
+edit, and OSIRIS cannot see whether the first one is still in the prompt), a warning
+of the same failures from different arguments or of a stale streak is said after the
+call that reached it and not again before the next call, and the advice after a call
+never carries prune advice (the client owns its history).
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ REREAD_TOOLS = frozenset({"Read"})
 """Tools a client must be let to run again: Claude Code edits only a file it has read,
 and after a compaction the earlier read may have left the prompt, which OSIRIS cannot
 see; denying the re-read made the next edit fail (the real-client benchmark)."""
+
+SAID_AFTER = ("loopguard:loop_pattern", "loopguard:runaway")
+"""LoopGuard's patterns whose warning before a call repeats, word for word, the one
+after the call before it: the same failures (``loop_pattern``) or the same stale streak
+(``runaway``: the intended call counted in, as the observed one was)."""
 
 TRAITS = {"name": str, "payoff": bool, "status_line": bool, "shapes_reads": bool}
 """A client as the engine knows it (:class:`osiris.contracts.shared.ClientTraits`): a
@@ -86,17 +91,16 @@ def before_call(answer: dict[str, Any], note: str | None = None,
     is context the agent should get whatever the verdict. An exact duplicate of a
     :data:`REREAD_TOOLS` call passes here (OSIRIS's re-read check, which knows whether
     the first result is still in the prompt, is routing's). A warning of LoopGuard's
-    ``loop_pattern`` alone is not said again either: it counts the failures already
-    observed, and :func:`after_call` told the agent the same sentence after the last of
-    them (in the client's history ever since, re-sent on every request); its block,
-    at more failures, still denies the call."""
+    :data:`SAID_AFTER` patterns alone is not said again either: it counts the calls
+    already observed, and :func:`after_call` told the agent the same sentence after the
+    last of them (in the client's history ever since, re-sent on every request); their
+    block, at higher counts, still denies the call."""
     verdict = answer.get("verdict", "allow")
     found = [str(r) for r in answer.get("reasons", ())]
     if (tool in REREAD_TOOLS and verdict == "suggest_alternative" and found
             and all(r.startswith("loopguard:exact_duplicate") for r in found)):
         verdict, found = "allow", []
-    if verdict == "warn" and found and all(r.startswith("loopguard:loop_pattern")
-                                           for r in found):
+    if verdict == "warn" and found and all(r.startswith(SAID_AFTER) for r in found):
         verdict, found = "allow", []
     reasons = "; ".join(found)
     head = f"OSIRIS {verdict}: {reasons}" if reasons else f"OSIRIS {verdict}"

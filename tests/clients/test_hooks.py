@@ -261,6 +261,29 @@ def test_a_loop_pattern_is_told_once_after_the_failure_and_blocked_later(
     assert verdict == "deny" and "loop_pattern" in reason
 
 
+def test_a_stale_streak_is_told_after_each_call_not_again_before_the_next(
+        osiris_home: Path) -> None:
+    """Calls that bring nothing new (the same output again): from LoopGuard's runaway
+    count each observed call is followed by its warning, and the next call's PreToolUse
+    adds nothing (it would repeat that sentence); the precheck still journals it."""
+    session = {"session_id": "stale", "cwd": "/w", "tool_name": "Bash"}
+    notes, befores = [], []
+    for n in range(14):
+        call = {**session, "tool_input": {"command": f"cat status-{n}.txt"}}
+        doc, _ = hook("pre-tool-use", {**call, "hook_event_name": "PreToolUse"})
+        befores.append(decision(doc))
+        after, _ = hook("post-tool-use", {
+            **call, "hook_event_name": "PostToolUse",
+            "tool_response": {"stdout": "waiting", "stderr": "", "interrupted": False}})
+        notes.append(after.get("hookSpecificOutput", {}).get("additionalContext", ""))
+    warned = [i for i, note in enumerate(notes) if "LoopGuard warn (runaway)" in note]
+    assert warned and warned == list(range(warned[0], 14)), notes
+    assert befores[1:] == [(None, "")] * 13
+    verdicts = [json.loads(b)["verdict"] for (b,) in home_rows(
+        osiris_home, "SELECT body FROM events WHERE kind = 'precheck' ORDER BY seq")]
+    assert verdicts.count("warn") == 14 - warned[0] - 1
+
+
 def test_osiris_own_tools_are_left_alone(osiris_home: Path) -> None:
     own = {"session_id": "own", "cwd": "/w", "hook_event_name": "PreToolUse",
            "tool_name": "mcp__osiris__osiris_recall", "tool_input": {"ref": "x"}}
