@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from osiris.config import Settings
 from osiris.core import routing
+from osiris.core.hashing import short_ref
 from osiris.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -172,8 +173,9 @@ class AgentSession:
                 if ref not in self._dropped]
 
     def stub(self, ref: str) -> str:
-        """The one line that stands in the history for a dropped output."""
-        return routing.routed_stub(self.recall_hint(ref))
+        """The one line that stands in the history for a dropped output (naming the ref
+        by its short form, as every preview does)."""
+        return routing.routed_stub(self.recall_hint(short_ref(ref)))
 
     def drop(self, ref: str) -> ObserveDropped:
         """Record that the loop took ``ref``'s output out of its history (the drop

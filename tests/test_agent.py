@@ -62,8 +62,9 @@ def test_prune_advice_becomes_stubs_and_receipts_that_the_audit_proves(
         assert again == [] and len(stubbed) == len(dropped) >= 2
         for message in stubbed:  # each stub names its own ref, and the ref recalls it
             ref = message["extra"]["osiris_ref"]
-            assert f"osiris recall {ref} --grep" in message["content"]
-            assert "line 59:" in osiris.recall(ref, tail=1)
+            shown = short_ref(ref)  # named as every preview names a ref
+            assert f"osiris recall {shown} --grep" in message["content"]
+            assert "line 59:" in osiris.recall(shown, tail=1)
     assert messages[-1]["content"].startswith("1:file4 line 0")  # the newest stays
     rows = home_rows(osiris_home, "SELECT kind, context_tokens, saved_claimed, saved_proven"
                      " FROM ledger WHERE task_id = ? AND ref IS NOT NULL", [task])
