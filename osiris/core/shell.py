@@ -5,6 +5,12 @@ Agents run most things through one shell tool (Claude Code ``Bash``, Codex
 command is its program and subcommand after ``cd``, environment assignments and
 wrappers are skipped: ``cd repo && NODE_OPTIONS=x npx jest tests/a.ts`` is
 ``npx jest``; ``bash -lc 'git commit -m x'`` is ``git commit``.
+
+The *kind* of a command's output (:func:`output_kind`) says what an agent usually does
+with it: a ``log`` (a test run, a build, a type check or lint, an install, git's log,
+diff, show or status) is read for its verdict and its errors, which a preview keeps; any
+other output (a file printed with ``cat``/``sed``/``nl``, a search, an API's JSON, a
+program's own output) may be copied from line by line.
 """
 
 from __future__ import annotations
@@ -79,6 +85,66 @@ def command_family(command: str) -> str:
             return f"{program} {rest}"
         return program
     return ""
+
+
+_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "deno", "npx", "bunx", "pnpx", "uv",
+                      "uvx", "poetry", "pipenv", "hatch", "pdm", "rye"})
+"""Programs that run another tool (``npx tsc``, ``uv run pytest``, ``bun run build``):
+the kind is the run tool's, or the script's name."""
+_LOG_PROGRAMS = frozenset({
+    "pytest", "py.test", "tox", "nox", "jest", "vitest", "mocha", "ava", "playwright",
+    "cypress", "make", "cmake", "ninja", "gradle", "gradlew", "mvn", "dotnet", "tsc",
+    "webpack", "vite", "esbuild", "rollup", "turbo", "nx", "lerna", "ruff", "mypy",
+    "pyright", "flake8", "pylint", "black", "isort", "eslint", "prettier", "biome",
+    "golangci-lint", "shellcheck", "rubocop", "rspec", "phpunit", "pip", "pip3",
+    "bundle", "composer", "apt-get", "apt", "brew", "ctest", "bazel", "swift", "xcodebuild",
+})
+_LOG_SUBCOMMANDS = {
+    "git": frozenset({"log", "diff", "show", "status", "stash"}),
+    "go": frozenset({"test", "build", "vet", "install", "generate", "mod"}),
+    "cargo": frozenset({"test", "build", "check", "clippy", "fmt", "nextest", "install",
+                        "bench", "fetch"}),
+    "python": frozenset({"pytest", "unittest", "mypy", "pip", "build", "ruff", "tox",
+                         "nox", "compileall", "pylint", "flake8", "black"}),
+}
+_LOG_SCRIPTS = re.compile(r"(?:^|[:._-])(test|tests|build|typecheck|type-check|tsc|lint|"
+                          r"check|ci|compile|format|fmt|install|i|add|sync|e2e|coverage|"
+                          r"verify|validate)(?:$|[:._-])")
+"""Package-manager subcommands and ``run`` script names that are logs (``npm ci``,
+``bun run typecheck``, ``pnpm test:unit``)."""
+
+
+def output_kind(command: str) -> str:
+    """``"log"`` when the command's output is a log (module docstring), else ``"other"``.
+    The first simple command decides (after ``cd``, assignments and wrappers): in
+    ``npm test 2>&1 | tail -40`` the output is still the test run's; ``bash -lc '…'``
+    is what it runs."""
+    wrapped = _WRAPPER.match(command[:10_000])
+    for segment in _segments(wrapped.group(2) if wrapped else command[:10_000]):
+        words = [w for w in segment if not _ASSIGNMENT.match(w)]
+        while words and words[0] in _SKIP:
+            words = words[2:] if words[0] in ("cd", "pushd", "timeout") else words[1:]
+        if not words:
+            continue
+        return "log" if _is_log(words) else "other"
+    return "other"
+
+
+def _is_log(words: list[str]) -> bool:
+    program = words[0].rsplit("/", 1)[-1].strip("'\"")
+    rest = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
+    if program.startswith("python"):  # python3 -m pytest; a script's output is its own
+        after = words[words.index("-m") + 1:] if "-m" in words else []
+        return bool(after) and after[0].strip("'\"") in _LOG_SUBCOMMANDS["python"]
+    if program in _LOG_SUBCOMMANDS:
+        return bool(rest) and rest[0] in _LOG_SUBCOMMANDS[program]
+    if program in _RUNNERS and rest:
+        # ``bun run build``, ``npx tsc``; ``bun --filter @scope/pkg build``: an option's
+        # value comes first
+        tools = rest[1:2] if rest[0] in ("run", "exec", "x", "dlx") else rest[:2]
+        return any(t.rsplit("/", 1)[-1] in _LOG_PROGRAMS or _LOG_SCRIPTS.search(t)
+                   for t in tools if not t.startswith("@"))
+    return program in _LOG_PROGRAMS
 
 
 def tool_family(tool: str, args: dict[str, Any]) -> str:

@@ -309,7 +309,8 @@ class Engine:
         if not tool or not isinstance(args, dict) or not isinstance(result, str):
             return None
         config = routing_ops.config_of(self.ctx, tx)
-        if shell_candidate(tool, args, config) is None:
+        command = shell_candidate(tool, args, config)
+        if command is None:
             return None
         exit_code = shell.get("exit_code")
         exit_code = exit_code if isinstance(exit_code, int) else None
@@ -317,7 +318,8 @@ class Engine:
         stored = routing_ops.store_output(
             self.ctx, tx, task_id, result, tool=tool, args=args,
             failed=exit_code not in (0, None), config=config,
-            threshold=config.shell_min_tokens if priced else config.shell_preview_tokens,
+            threshold=config.shell_min_tokens if priced
+            else routing_core.sized_threshold(command, config),
             kind="shell" if priced else None, session=session,
             preview_tokens=None if priced else config.sized_preview_tokens)
         if stored is None:

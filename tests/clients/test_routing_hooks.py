@@ -257,6 +257,35 @@ def test_codex_previews_are_sized_by_sized_preview_tokens(project: Path, tmp_pat
     assert 860 <= routed("s-sized-900") <= 910
 
 
+def test_codex_previews_a_log_from_shell_log_tokens(project: Path, tmp_path: Path) -> None:
+    """Where size alone decides (Codex), a log (a build, a test run) gets its preview from
+    ``shell_log_tokens``; a file printed with ``sed`` of the same size from
+    ``shell_preview_tokens``, as before."""
+    whole = "".join(f"src/module_{i}.ts(12,{i}): compiled module_{i} in {i} ms\n"
+                    for i in range(60))
+
+    def decided(session: str, command: str) -> bool:
+        rollout = tmp_path / f"rollout-{session}.jsonl"
+        codex_rollout(rollout, f"call_{session}", whole, 0)
+        payload = {"session_id": session, "cwd": str(project),
+                   "hook_event_name": "PostToolUse", "transcript_path": str(rollout),
+                   "tool_name": "Bash", "tool_input": {"command": command},
+                   "tool_use_id": f"call_{session}", "tool_response": whole}
+        return hook("codex", "post-tool-use", payload, env_for(project)).get(
+            "decision") == "block"
+
+    (project / ".osiris").mkdir()
+    (project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nshell_log_tokens = 800\nshell_preview_tokens = 1500\n",
+        encoding="utf-8")
+    assert decided("s-log", "bun run build")
+    assert decided("s-log-wrapped", "bash -lc 'cd app && npm test 2>&1 | tail -80'")
+    assert not decided("s-print", "sed -n '1,80p' src/module.ts")
+    (project / ".osiris" / "invariants.toml").write_text(
+        "[routing]\nshell_log_tokens = 1500\n", encoding="utf-8")
+    assert not decided("s-log-1500", "bun run build")
+
+
 def test_a_mid_size_shell_output_is_priced_in_claude_code_only(
         project: Path, tmp_path: Path, osiris_home: Path) -> None:
     """An output of about a thousand tokens: in Claude Code, early in a session, keeping

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from osiris.core.shell import command_family, command_tool_name, tool_family
+from osiris.core.shell import command_family, command_tool_name, output_kind, tool_family
 
 
 @pytest.mark.parametrize(("command", "family"), [
@@ -29,3 +29,35 @@ def test_shell_wrappers_and_tool_names() -> None:
     assert command_tool_name("shell", {"command": ["git", "push", "--force"]}) == "git.push"
     assert tool_family("Read", {"file_path": "a.py"}) == "Read"
     assert command_tool_name("Read", {"file_path": "a.py"}) is None
+
+
+@pytest.mark.parametrize(("command", "kind"), [
+    ("bun run typecheck", "log"),
+    ("cd repo && bun run build", "log"),
+    ("bash -lc 'bun test apps/cli'", "log"),  # Codex's wrapper: what it runs decides
+    ("npm test 2>&1 | tail -40", "log"),  # the first command's output, cut
+    ("pnpm test:unit", "log"),
+    ("bun --filter @scope/core build", "log"),  # an option's value before the script
+    ("npx tsc --noEmit", "log"),
+    ("uv run pytest -q", "log"),
+    ("python3 -m pytest tests", "log"),
+    ("go test ./...", "log"),
+    ("cargo clippy", "log"),
+    ("make -j2", "log"),
+    ("pip install -e .", "log"),
+    ("git diff -- src/a.ts", "log"),
+    ("git log --oneline -20", "log"),
+    ("git blame src/a.ts", "other"),  # a file's lines, copied from
+    ("sed -n '1,200p' src/a.ts", "other"),
+    ("nl -ba src/a.ts | sed -n '40,90p'", "other"),
+    ("cat package.json", "other"),
+    ("rg -n handler src", "other"),
+    ("python3 scripts/report.py", "other"),  # a program's own output
+    ("npm run dev", "other"),
+    ("bun agentv eval run --help", "other"),
+    ("curl -s https://example.invalid/api", "other"),
+    ("python -m", "other"),
+    ("", "other"),
+])
+def test_output_kind(command: str, kind: str) -> None:
+    assert output_kind(command) == kind

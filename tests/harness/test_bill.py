@@ -54,14 +54,17 @@ def test_the_first_table_bills_each_client_and_source_against_the_bare_client() 
     assert re.search(r"\| claude-code \| [\w-]+ \| osiris \| \d+\.\d\d% (saved|more) \|", text)
 
 
-def test_the_claude_code_corpus_is_reported_as_the_half_tuned_on_and_the_unseen_half(
+def test_each_clients_corpus_is_reported_as_the_half_tuned_on_and_the_unseen_half(
         ) -> None:
     from osiris.harness.tuning import TUNING, UNSEEN
 
     rows = pl.read_parquet(ROWS).to_dicts()
     played = {r["session"] for r in rows if r["status"] == "ok"
-              and str(r["session"]).startswith("corpus/claude-code/")}
+              and str(r["session"]).startswith("corpus/")}
     assert not TUNING & UNSEEN and played == TUNING | UNSEEN
     text = "\n".join(bill_tables(rows, SESSION_CONFIGURATIONS))
-    for half, sessions in (("tuning", TUNING), ("unseen", UNSEEN)):
-        assert f"**claude-code, corpus, {half} half** ({len(sessions)} sessions;" in text
+    for client in ("claude-code", "codex"):
+        for half, sessions in (("tuning", TUNING), ("unseen", UNSEEN)):
+            mine = [s for s in sessions if s.startswith(f"corpus/{client}/")]
+            assert mine, (client, half)
+            assert f"**{client}, corpus, {half} half** ({len(mine)} session" in text

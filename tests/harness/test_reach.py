@@ -54,6 +54,24 @@ def test_a_result_counts_once_per_later_request_until_the_next_compaction() -> N
                                           "write_stdin": small_tokens}
 
 
+def test_a_codex_log_counts_over_its_own_threshold() -> None:
+    """Codex routes by size and by the command's kind: a build log from
+    ``shell_log_tokens``, a file printed with sed from ``shell_preview_tokens``."""
+    config = RoutingConfig()
+    log = "\n".join(f"compiled src/module_{n}.ts in {n} ms" for n in range(120))
+    tokens = COUNTER.count(log)
+    assert config.shell_log_tokens < tokens < config.shell_preview_tokens
+
+    def over(command: str) -> int:
+        step = TraceStep(0, "exec_command", {"cmd": command}, log, False, "call_0", 0)
+        trace = Trace("rollout.jsonl", "codex-cli", steps=[step],
+                      usage=[{"input_tokens": 1_000}] * 2)
+        return reach(trace, "s", COUNTER).over_threshold
+
+    assert over("bun run build") == tokens
+    assert over("sed -n '1,120p' src/module.ts") == 0
+
+
 def test_what_each_client_lets_a_hook_change() -> None:
     assert reach_of("codex-cli", "write_stdin") == NO_HOOK
     assert reach_of("codex-cli", "exec_command") == ROUTABLE

@@ -42,7 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.cost_models import CostModel, default_cost_models
-from osiris.core.routing import READ_TOOLS, SHELL_TOOLS, RoutingConfig, foreign_mcp_tool
+from osiris.core.routing import (
+    READ_TOOLS,
+    SHELL_TOOLS,
+    RoutingConfig,
+    foreign_mcp_tool,
+    sized_threshold,
+)
 from osiris.core.tokens import TokenCounter
 from osiris.engine.routing import PREVIEW_FRAME_TOKENS
 from osiris.harness.importers.records import Trace
@@ -70,16 +76,23 @@ def reach_of(fmt: str, tool: str, *, failed: bool = False) -> str:
     return NOT_ROUTED
 
 
-def threshold_of(fmt: str, tool: str, config: RoutingConfig) -> int | None:
-    """The size from which OSIRIS's defaults act on a routable output (None: never)."""
+def threshold_of(fmt: str, tool: str, config: RoutingConfig,
+                 args: dict[str, Any] | None = None) -> int | None:
+    """The size from which OSIRIS's defaults act on a routable output (None: never);
+    ``args``: the call's (a shell command's kind picks Codex's threshold)."""
     if foreign_mcp_tool(tool):
         return config.mcp_threshold_tokens
     if tool in READ_TOOLS and fmt == "claude-code":
         return config.read_threshold_tokens
     if tool in SHELL_TOOLS:
         # Claude Code weighs a shell output from shell_min_tokens (the payoff decides);
-        # Codex has no payoff: size alone, from shell_preview_tokens.
-        return config.shell_min_tokens if fmt == "claude-code" else config.shell_preview_tokens
+        # Codex has no payoff: size alone, by the command's kind.
+        if fmt == "claude-code":
+            return config.shell_min_tokens
+        command = (args or {}).get("command", (args or {}).get("cmd"))
+        if isinstance(command, list):
+            command = " ".join(str(word) for word in command)
+        return sized_threshold(command if isinstance(command, str) else "", config)
     return None
 
 
@@ -268,7 +281,7 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
         by_tool[step.tool] += tokens
         if kind != ROUTABLE:
             continue
-        threshold = threshold_of(trace.format, step.tool, config)
+        threshold = threshold_of(trace.format, step.tool, config, step.args)
         if threshold is not None and size > threshold:
             over += tokens
         shown = counter.count(needed_lines(step.output, needs.get(step.i, []))) \

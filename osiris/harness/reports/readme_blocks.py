@@ -490,7 +490,7 @@ def block_summary(reports: Reports) -> str:
         "back. *tielec-ai-workflow-agent* is one team's automated agent "
         "(`datasets/traces/`), *corpus* public interactive sessions from other projects "
         "(`datasets/corpus/`). OSIRIS's routing was tuned on the tielec sessions and on "
-        "the *tuning half* of the Claude Code corpus; the *unseen half* is what to expect "
+        "the *tuning half* of each client's corpus; the *unseen half* is what to expect "
         f"on sessions it was not tuned on.{_unhooked(reports)}{_ceiling(reports)}"]) + "\n"
 
 
