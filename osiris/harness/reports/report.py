@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from osiris.core.routing import RoutingConfig
 from osiris.harness.reports import reach as reach_table
 from osiris.harness.reports.bill import saved
 from osiris.harness.runmeta import commit_label
@@ -220,6 +221,7 @@ def reach_section(reach: list[dict[str, Any]]) -> list[str]:
     files, not a replay): :mod:`osiris.harness.reports.reach`."""
     if not reach:
         return []
+    config = RoutingConfig()
     return ["### What a hook can reach in the recorded sessions", "",
             "Counted in each session file as its author's client sent it, not in a replay: "
             "each tool result's tokens (cl100k) times the model requests that re-sent it "
@@ -227,9 +229,13 @@ def reach_section(reach: list[dict[str, Any]]) -> list[str]:
             "output. *Routable*: OSIRIS may replace it (Claude Code's `Read` and `Bash`, "
             "Codex's shell, another MCP server's output), and *of it over OSIRIS's "
             "thresholds* is the part in outputs over the size its default `[routing]` acts "
-            "on (a `Read` from 25,000 tokens, a Claude Code `Bash` output from 600 where "
-            "the payoff decides, a Codex shell output from 1,500, an MCP output from "
-            "4,000; a repeated read of an unchanged file at any size); *not routed*: a hook "
+            f"on (a `Read` from {config.read_threshold_tokens:,} tokens, a Claude Code "
+            f"`Bash` output from {config.shell_min_tokens:,} where the payoff decides, a "
+            f"Codex shell output from {config.shell_preview_tokens:,} (a log — a build, a "
+            f"test run, a lint, an install, `git log`/`diff` — from "
+            f"{config.shell_log_tokens:,}), an MCP output from "
+            f"{config.mcp_threshold_tokens:,}; a repeated read of an unchanged file at any "
+            "size); *not routed*: a hook "
             "sees it, OSIRIS shows it as the client does (edits, searches, sub-agents' "
             "answers, plans); *no hook*: no hook may replace it — Codex runs none for "
             "`write_stdin`, the output of a command still running, polled later (checked in "
