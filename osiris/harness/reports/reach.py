@@ -29,6 +29,10 @@ again), against the session's own bill from the same records, is the most any ro
 outputs could save on that session as its author ran it. The needs count only what the
 agent later quoted, so the true ceiling is lower still.
 
+The same needs also drive :mod:`osiris.harness.reports.bounds`: what hooks that know
+less of the future could save, with the client compacting as it does (columns
+:data:`BOUND_COLUMNS`).
+
 Only counts leave this module: no text of a session.
 """
 
@@ -54,8 +58,13 @@ from osiris.engine.routing import PREVIEW_FRAME_TOKENS
 from osiris.harness.importers.records import Trace
 from osiris.harness.importers.traces import find_traces, load_trace
 from osiris.harness.replay.workloads import session_from_trace
+from osiris.harness.reports import bounds as hooks_bounds
 from osiris.harness.reports.bill import COST_OF_CLIENT
 
+BOUND_COLUMNS = ("modelled_bare_cost", "modelled_bare_compactions",
+                 "modelled_bare_tool_tokens_resent", "saving_clairvoyant_fixed",
+                 *(f"{what}_{hook}" for hook in hooks_bounds.HOOKS
+                   for what in ("saving", "compactions", "tool_tokens_resent")))
 ROUTABLE, NOT_ROUTED, NO_HOOK = "routable", "not routed", "no hook"
 CLASSES = (ROUTABLE, NOT_ROUTED, NO_HOOK)
 NO_HOOK_TOOLS = {"codex-cli": frozenset({"write_stdin"})}
@@ -120,6 +129,9 @@ class Reach:
     (None: no usage per request)."""
     ceiling_saving: float = 0.0
     """What keeping the :attr:`removable` tokens out would have saved of that bill (USD)."""
+    bounds: dict[str, Any] | None = None
+    """The hooks of :mod:`osiris.harness.reports.bounds` with the client's compactions
+    (None: no usage per request)."""
 
     @property
     def total(self) -> int:
@@ -136,7 +148,8 @@ class Reach:
                 "recorded_billed_cost": self.recorded_cost,
                 "ceiling_billed_saving": (self.ceiling_saving if self.recorded_cost is not None
                                           else None),
-                "by_tool": json.dumps(dict(self.by_tool.most_common()))}
+                "by_tool": json.dumps(dict(self.by_tool.most_common())),
+                **{key: (self.bounds or {}).get(key) for key in BOUND_COLUMNS}}
 
 
 def _column(kind: str) -> str:
@@ -255,9 +268,13 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
     config = config or RoutingConfig()
     client = "codex" if trace.format == "codex-cli" else trace.format
     model = default_cost_models().get(COST_OF_CLIENT.get(client, "anthropic-5m"))
-    needs = {s.i: [n.text for n in s.needs]
-             for s in session_from_trace(trace, session, trace.source).steps}
+    work = session_from_trace(trace, session, trace.source).steps
+    needs = {s.i: [n.text for n in s.needs] for s in work}
     requests = requests_of(trace)
+    # The request whose answer used each need (the final answer: the last request).
+    used_in = [s.response for s in trace.steps] + [requests - 1]
+    uses = {s.i: [(used_in[n.use_step], n.text) for n in s.needs] for s in work}
+    outputs: list[hooks_bounds.Output] = []
     # The first response after each compaction: results of earlier steps are gone from it.
     cuts = sorted(trace.steps[c.step].response if c.step < len(trace.steps) else requests
                   for c in trace.compactions)
@@ -281,6 +298,10 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
         by_tool[step.tool] += tokens
         if kind != ROUTABLE:
             continue
+        outputs.append(hooks_bounds.Output(
+            step.response + 1, end, size,
+            [(max(r, step.response + 1), text) for r, text in uses.get(step.i, [])
+             if 0 <= r < end], step.output))
         threshold = threshold_of(trace.format, step.tool, config, step.args)
         if threshold is not None and size > threshold:
             over += tokens
@@ -292,8 +313,10 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
             saving += model.token_cost(size - shown, sum(
                 _price(model, trace.format, usage.get(j), span, first=j == step.response + 1)
                 for j in range(step.response + 1, end)))
+    line = hooks_bounds.timeline(trace, usage, _zones, counter, requests)
     return Reach(session, client, requests, len(trace.compactions), resent, over, by_tool,
-                 _recorded_input(trace), removable, recorded_cost(trace, model), saving)
+                 _recorded_input(trace), removable, recorded_cost(trace, model), saving,
+                 hooks_bounds.bounds(line, outputs, counter, model) if line else None)
 
 
 def pooled(group: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -516,16 +516,24 @@ def _ceiling(reports: Reports) -> str:
     """The most any routing of outputs could have saved of the recorded sessions' own
     bills, each client pooled (a sentence; "" before it was counted)."""
     from osiris.engine.routing import PREVIEW_FRAME_TOKENS
+    from osiris.harness.reports.bounds import pooled as pooled_bounds
     from osiris.harness.reports.reach import pooled
 
-    parts = []
+    parts, moved = [], []
     for client in CLIENT_ORDER:
         billed = [r for r in reports.rows("reach") if r["client"] == client
                   and r.get("recorded_billed_cost")]
         if billed:
+            title = CLIENT_TITLES.get(client, client)
             parts.append(f"{pooled(billed)['ceiling']:.1%} of what the {len(billed)} "
-                         f"recorded {CLIENT_TITLES.get(client, client)} sessions with usage "
-                         "per request were billed")
+                         f"recorded {title} sessions with usage per request were billed")
+            shares = pooled_bounds(billed)
+            if shares:
+                moved.append(f"in {title} {shares['clairvoyant']:.1%} for that hook, "
+                             f"{shares['knows_outputs']:.1%} for one that knew whether and "
+                             "when the agent would use each output but not which lines, "
+                             f"{shares['no_foresight']:.1%} for one routing every output "
+                             "without knowing")
     if not parts:
         return ""
     return (" A hook that knew in advance every line the agent would quote later, showed "
@@ -533,7 +541,13 @@ def _ceiling(reports: Reports) -> str:
             "and never had to recall, would have saved at most " + " and ".join(parts)
             + ": the ceiling for replacing outputs as OSIRIS does, on sessions as their "
             "authors ran them (per session in [docs/benchmark.md](docs/benchmark.md), what "
-            "a hook can reach).")
+            "a hook can reach)." + (
+                " That ceiling keeps each compaction where it was made; a client compacts "
+                "later when less is kept, and until it does carries the whole history. "
+                "Modelled with the client's own compaction, the savings pooled are "
+                + "; ".join(moved) + " ([reports/BENCHMARK.md]"
+                "(reports/BENCHMARK.md), what a hook could save, by what it knows of the "
+                "future)." if moved else ""))
 
 
 def block_clients(reports: Reports) -> str:
@@ -623,6 +637,7 @@ def _clients_findings(rows: list[dict[str, Any]], turns: list[dict[str, Any]]) -
 def block_reach(reports: Reports) -> str:
     """What OSIRIS's hooks can reach, counted in the recorded sessions themselves
     (:mod:`osiris.harness.reports.reach`), each client pooled."""
+    from osiris.harness.reports.bounds import pooled as pooled_bounds
     from osiris.harness.reports.reach import pooled
 
     rows = reports.rows("reach")
@@ -662,6 +677,13 @@ def block_reach(reports: Reports) -> str:
                      f"the agent quoted later and never recalling, would have saved at most "
                      f"{p['ceiling']:.1%} of the bill of the {len(billed)} with usage per "
                      f"request (from {low} to {high})")
+            shares = pooled_bounds(billed)
+            if shares:
+                text += (", and with the client's own compaction modelled (it compacts later "
+                         f"when less is kept) {shares['clairvoyant']:.1%}; a hook that knew "
+                         "whether and when the agent would use each output, but not which "
+                         f"lines, {shares['knows_outputs']:.1%}; one routing every output "
+                         f"without knowing, {shares['no_foresight']:.1%}")
         parts.append(text)
     return ("Counted in the session files themselves, as their authors' clients sent them "
             "(each tool result's tokens times the requests that re-sent it before the next "

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from osiris.core.routing import RoutingConfig
+from osiris.harness.reports import bounds as hooks_bounds
 from osiris.harness.reports import reach as reach_table
 from osiris.harness.reports.bill import saved
 from osiris.harness.runmeta import commit_label
@@ -214,6 +215,79 @@ def corpus_section(rows: list[dict[str, Any]]) -> list[str]:
     lines += ["Every corpus session (cumulative input, and against the bare client):", "",
               *session_table(corpus)]
     return lines
+
+
+def _bound_line(name: str, rows: list[dict[str, Any]]) -> str:
+    bare = sum(r["modelled_bare_cost"] for r in rows)
+    tools = sum(r["modelled_bare_tool_tokens_resent"] for r in rows)
+    shares = hooks_bounds.pooled(rows) or {}
+
+    def saving(hook: str) -> str:
+        return f"{shares[hook]:.1%}"
+
+    def fewer(hook: str) -> str:
+        return f"{1 - sum(r[f'tool_tokens_resent_{hook}'] for r in rows) / tools:.0%}"
+    compactions = " / ".join(str(sum(r[key] for r in rows)) for key in (
+        "modelled_bare_compactions", "compactions_clairvoyant", "compactions_knows_outputs",
+        "compactions_no_foresight"))
+    return (f"| {name} | {rows[0]['client']} | ${bare:.2f} | {saving('clairvoyant_fixed')} | "
+            f"{saving('clairvoyant')} | {saving('knows_outputs')} | "
+            f"{saving('no_foresight')} | {compactions} | {fewer('clairvoyant')} / "
+            f"{fewer('knows_outputs')} / {fewer('no_foresight')} |")
+
+
+def _unlike(rows: list[dict[str, Any]]) -> list[str]:
+    """Where the modelled bare session does not compact as many times as its author's."""
+    unlike = [f"{r['session']} ({r['compactions']} recorded, "
+              f"{r['modelled_bare_compactions']} modelled)"
+              for r in rows if r["modelled_bare_compactions"] != r["compactions"]]
+    return ["", "One threshold does not give back every recorded compaction of "
+            + ", ".join(unlike) + ": its figures are rougher."] if unlike else []
+
+
+def bounds_section(reach: list[dict[str, Any]]) -> list[str]:
+    """What a hook could save on the recorded sessions with the client compacting as it
+    does, by what the hook knows of the future: :mod:`osiris.harness.reports.bounds`."""
+    rows = [r for r in reach if r.get("modelled_bare_cost")]
+    if not rows:
+        return []
+    lines = ["### What a hook could save, by what it knows of the future", "",
+             "The ceiling above keeps every compaction where the author's client made it. "
+             "A client that compacts when its prompt reaches a threshold compacts later "
+             "when a hook keeps tokens out, and until then every request carries the whole "
+             "history where the author's carried a summary. Here each session's requests "
+             "are replayed as sizes from its usage records, with the client's compaction "
+             "(after the answer that takes the prompt to the lowest count a recorded "
+             "compaction was made at, at most Claude Code's 167,000; a compaction reads "
+             "the prompt and writes the recorded summary), and priced on Anthropic's "
+             "5-minute cache for Claude Code and OpenAI's for Codex (each request reads the "
+             "previous prompt from the cache unless its record found the cache expired, "
+             "writes the rest, and pays its answer); the savings are against the bare "
+             "session priced by the same model (*modelled bill*). *Clairvoyant*: the "
+             "ceiling's hook (the lines the agent later quoted, in OSIRIS's frame, never "
+             "recalled), first with the compactions where they were recorded — the model "
+             "gives the ceiling above back — then with the client's. *Knows the outputs*: "
+             "knows, when an output arrives, whether and when the agent will use it but "
+             "not which lines; it keeps out only the outputs where that pays, shows the "
+             f"frame alone or its first {hooks_bounds.PREVIEW_LINES} lines, whichever "
+             "saves more, and recalls, before each later answer that uses a line, the "
+             "lines that answer uses (an extra request re-sending the prompt, and the "
+             "lines back in it). *No foresight*: every routable output shown as its first "
+             f"{hooks_bounds.PREVIEW_LINES} lines in the frame, with the same recalls. "
+             "*Compactions*: bare / clairvoyant / knows the outputs / no foresight. "
+             "*Tool-result tokens re-sent, fewer*: against the bare session, same order "
+             "without the first. A real hook knows less of the future than the second.",
+             *_unlike(rows), "",
+             "| session | client | modelled bill | clairvoyant, compactions as recorded | "
+             "clairvoyant | knows the outputs | no foresight | compactions | "
+             "tool-result tokens re-sent, fewer |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    lines += [_bound_line(r["session"], [r]) for r in rows]
+    for client in sorted({r["client"] for r in rows}):
+        mine = [r for r in rows if r["client"] == client]
+        if len(mine) > 1:
+            lines.append(_bound_line(f"**pooled, {len(mine)} sessions**", mine))
+    return [*lines, ""]
 
 
 def reach_section(reach: list[dict[str, Any]]) -> list[str]:
@@ -595,6 +669,7 @@ def render(rows: list[dict[str, Any]], footprint: dict[str, Any],
         *corpus_section(rows),
         "",
         *reach_section(reach or []),
+        *bounds_section(reach or []),
         "## Needs preserved by kind (visible retrieval)",
         "",
         "Paths, identifiers and numbers a later call used, and edit anchors (the lines of an "
