@@ -11,7 +11,11 @@ from osiris.harness.reports.bounds import (
     CLIENT_THRESHOLD,
     Output,
     Timeline,
+    chosen_rule,
     previewed,
+    rule_saving,
+    rules,
+    seen_as,
     threshold,
 )
 from osiris.harness.reports.reach import reach, reach_rows
@@ -36,6 +40,26 @@ def test_the_client_compacts_where_the_author_did_and_never_below_what_did_not()
     assert threshold([1_000, 190_000, 30_000], [10] * 3, frozenset({2}), 245_000) == 190_010
     # A session that went past 170,000 without compacting: above that.
     assert threshold([1_000, 170_000], [10, 10], frozenset(), claude) == 170_011
+
+
+def test_a_rule_decides_by_what_a_hook_sees_when_the_output_arrives() -> None:
+    assert seen_as("Bash", {"command": "cd app && npm test 2>&1 | tail -40"}) == "log"
+    assert seen_as("Bash", {"command": "cat src/app.ts"}) == "shell"
+    assert seen_as("exec_command", {"cmd": "bun run build"}) == "log"
+    assert seen_as("Read", {"file_path": "/w/app.py", "offset": 120, "limit": 40}) == "range"
+    assert seen_as("Read", {"file_path": "/w/app.py"}) == "source"
+    assert seen_as("Read", {"file_path": "/w/README.md"}) == "text"
+    assert seen_as("Read", {"file_path": "/w/Makefile"}) == "text"
+    assert seen_as("mcp__github__get_issue", {}) == "other"
+    named = rules()
+    assert len(named) == 12 and "every output from 600 tokens" in named
+    # The rule chosen is the best on the tuning rows alone, whatever the others say.
+    tuning = [{"modelled_bare_cost": 1.0, "saving_by_rule": '{"a": 0.05, "b": 0.01}'},
+              {"modelled_bare_cost": 3.0, "saving_by_rule": '{"a": -0.01, "b": 0.02}'}]
+    unseen = [{"modelled_bare_cost": 1.0, "saving_by_rule": '{"a": 0.5, "b": 0.0}'}]
+    name, saving = chosen_rule(tuning) or ("", 0.0)
+    assert name == "b" and abs(saving - 0.0175) < 1e-9
+    assert rule_saving(unseen, "b") == 0.0 and chosen_rule([]) is None
 
 
 def _postponed_session() -> Trace:
@@ -125,4 +149,5 @@ def test_the_recorded_sessions_bound_what_a_hook_saves_by_what_it_knows() -> Non
     assert section.startswith("### What a hook could save, by what it knows of the future")
     assert "| corpus/claude-code/cipherbox-sharing |" in section
     assert f"{pooled('saving_knows_outputs'):.1%}" in section
+    assert "- Claude Code: *" in section and "of the unseen (3)" in section
     assert report.bounds_section([{"client": "codex", "modelled_bare_cost": None}]) == []

@@ -16,7 +16,11 @@ compaction rule, under three hooks:
   :data:`PREVIEW_LINES` lines, whichever saves more, and recalls the lines each later
   response uses (an extra request, and the lines back in the prompt);
 * **no foresight** — every routable output over the frame shown as its first
-  :data:`PREVIEW_LINES` lines in the frame, with the same recalls.
+  :data:`PREVIEW_LINES` lines in the frame, with the same recalls;
+* **by rule** — a hook that decides by what it sees when an output arrives (its tool and
+  size, a command's kind, a read's range or file type: :data:`RULES`), with the same
+  previews and recalls: each rule's saving, for a report to choose one on the tuning
+  sessions and show it on the unseen ones (:func:`chosen_rule`).
 
 The model, per request ``j`` of the session's usage records: the prompt ``P[j]`` (the
 provider's input tokens), the answer ``O[j]``, the part read from the cache. Between two
@@ -34,12 +38,15 @@ Sizes mix the provider's counts (prompts) with cl100k's (results), as ``reach`` 
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from osiris.core.cost_models import CostModel
+from osiris.core.routing import READ_TOOLS, SHELL_TOOLS
+from osiris.core.shell import output_kind
 from osiris.core.tokens import TokenCounter
 from osiris.engine.routing import PREVIEW_FRAME_TOKENS
 from osiris.harness.importers.records import Trace
@@ -206,6 +213,8 @@ class Output:
     needs: list[tuple[int, str]]
     """``(request, text)``: each later quote of it, by the request whose answer used it."""
     text: str
+    seen: str = "other"
+    """What a hook sees of it when it arrives (:func:`seen_as`)."""
 
 
 def _recalls(out: Output, shown: str, counter: TokenCounter) -> list[tuple[int, int]]:
@@ -282,6 +291,61 @@ def previewed(outputs: Sequence[Output], counter: TokenCounter, line: Timeline,
 
 HOOKS = ("clairvoyant", "knows_outputs", "no_foresight")
 
+SOURCE_SUFFIXES = frozenset({
+    ".c", ".cc", ".cpp", ".cs", ".go", ".h", ".hpp", ".java", ".js", ".jsx", ".kt", ".mjs",
+    ".php", ".py", ".rb", ".rs", ".sh", ".svelte", ".swift", ".ts", ".tsx", ".vue"})
+
+
+def seen_as(tool: str, args: dict[str, Any]) -> str:
+    """What a hook sees of an output when it arrives: ``log`` or ``shell`` (a command's
+    output, by :func:`~osiris.core.shell.output_kind`), ``range`` (a read with an offset
+    or limit), ``source`` or ``text`` (a whole-file read of source code or of anything
+    else), ``other``."""
+    if tool in SHELL_TOOLS:
+        command = args.get("command", args.get("cmd", ""))
+        return "log" if output_kind(command if isinstance(command, str) else "") == "log" \
+            else "shell"
+    if tool in READ_TOOLS:
+        if args.get("offset") or args.get("limit"):
+            return "range"
+        path = args.get("file_path")
+        suffix = path.rsplit(".", 1)[-1].lower() if isinstance(path, str) and "." in path \
+            else ""
+        return "source" if f".{suffix}" in SOURCE_SUFFIXES else "text"
+    return "other"
+
+
+RULES: dict[str, tuple[frozenset[str], int]] = {
+    "shell outputs from 600 tokens": (frozenset({"log", "shell"}), 600),
+    "shell outputs from 2,000 tokens": (frozenset({"log", "shell"}), 2_000),
+    "logs from 300 tokens": (frozenset({"log"}), 300),
+    "ranged reads from 1,000 tokens": (frozenset({"range"}), 1_000),
+    "whole reads of non-source files from 1,000 tokens": (frozenset({"text"}), 1_000),
+    "whole reads of source files from 3,000 tokens": (frozenset({"source"}), 3_000),
+    "every output from 600 tokens": (frozenset(), 600),
+    "every output from 1,500 tokens": (frozenset(), 1_500)}
+"""Rules a hook can apply to what it sees of an output (:func:`seen_as`; an empty set:
+any), each alone and with the next (:func:`rules`), each showing the frame or the first
+:data:`PREVIEW_LINES` lines."""
+
+
+def rules() -> dict[str, list[tuple[frozenset[str], int]]]:
+    """Every rule of :data:`RULES` alone, and the shell rule with each read rule, by name."""
+    named = {name: [rule] for name, rule in RULES.items()}
+    shell = RULES["shell outputs from 600 tokens"]
+    reads = [name for name, (kinds, _) in RULES.items() if kinds and kinds <= {
+        "range", "text", "source"}]
+    named["shell outputs from 600 tokens, " + " and ".join(reads[:2])] = \
+        [shell, RULES[reads[0]], RULES[reads[1]]]
+    for name in reads:
+        named[f"shell outputs from 600 tokens and {name}"] = [shell, RULES[name]]
+    return named
+
+
+def _applies(rule: list[tuple[frozenset[str], int]], out: Output) -> bool:
+    return any((not kinds or out.seen in kinds) and out.tokens >= least
+               for kinds, least in rule)
+
 
 def bounds(line: Timeline, outputs: Sequence[Output], counter: TokenCounter,
            model: CostModel) -> dict[str, Any]:
@@ -309,6 +373,14 @@ def bounds(line: Timeline, outputs: Sequence[Output], counter: TokenCounter,
         row[f"saving_{name}"] = 1 - run.cost / bare.cost if bare.cost else 0.0
         row[f"compactions_{name}"] = run.compactions
         row[f"tool_tokens_resent_{name}"] = run.tool_tokens_resent
+    by_rule = {}
+    for name, rule in rules().items():
+        chosen = [out for out in outputs if _applies(rule, out)]
+        for count, shown in ((0, "the frame"), (PREVIEW_LINES, f"{PREVIEW_LINES} lines")):
+            plan = previewed(chosen, counter, line, model, lines=(count,), choose=False)
+            cost = simulate(line, plan, model, moved=True).cost
+            by_rule[f"{name}; {shown}"] = round(1 - cost / bare.cost if bare.cost else 0.0, 6)
+    row["saving_by_rule"] = json.dumps(by_rule)
     return row
 
 
@@ -321,3 +393,21 @@ def pooled(rows: Sequence[dict[str, Any]]) -> dict[str, float] | None:
     bare = sum(r["modelled_bare_cost"] for r in rows)
     return {hook: sum(r[f"saving_{hook}"] * r["modelled_bare_cost"] for r in rows) / bare
             for hook in ("clairvoyant_fixed", *HOOKS)}
+
+
+def chosen_rule(tuning: Sequence[dict[str, Any]]) -> tuple[str, float] | None:
+    """The rule of ``saving_by_rule`` that saves the most of the modelled bills pooled over
+    the ``tuning`` rows, and that saving; None without any."""
+    tuning = [r for r in tuning if r.get("modelled_bare_cost") and r.get("saving_by_rule")]
+    if not tuning:
+        return None
+    return max(((name, rule_saving(tuning, name)) for name in json.loads(
+        tuning[0]["saving_by_rule"])), key=lambda pair: pair[1])
+
+
+def rule_saving(rows: Sequence[dict[str, Any]], name: str) -> float:
+    """Rule ``name``'s saving of the modelled bills pooled over ``rows``."""
+    rows = [r for r in rows if r.get("modelled_bare_cost") and r.get("saving_by_rule")]
+    bare = sum(r["modelled_bare_cost"] for r in rows)
+    return sum(json.loads(r["saving_by_rule"])[name] * r["modelled_bare_cost"]
+               for r in rows) / bare if bare else 0.0

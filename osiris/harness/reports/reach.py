@@ -64,7 +64,8 @@ from osiris.harness.reports.bill import COST_OF_CLIENT
 BOUND_COLUMNS = ("modelled_bare_cost", "modelled_bare_compactions",
                  "modelled_bare_tool_tokens_resent", "saving_clairvoyant_fixed",
                  *(f"{what}_{hook}" for hook in hooks_bounds.HOOKS
-                   for what in ("saving", "compactions", "tool_tokens_resent")))
+                   for what in ("saving", "compactions", "tool_tokens_resent")),
+                 "saving_by_rule")
 ROUTABLE, NOT_ROUTED, NO_HOOK = "routable", "not routed", "no hook"
 CLASSES = (ROUTABLE, NOT_ROUTED, NO_HOOK)
 NO_HOOK_TOOLS = {"codex-cli": frozenset({"write_stdin"})}
@@ -301,7 +302,7 @@ def reach(trace: Trace, session: str, counter: TokenCounter,
         outputs.append(hooks_bounds.Output(
             step.response + 1, end, size,
             [(max(r, step.response + 1), text) for r, text in uses.get(step.i, [])
-             if 0 <= r < end], step.output))
+             if 0 <= r < end], step.output, hooks_bounds.seen_as(step.tool, step.args)))
         threshold = threshold_of(trace.format, step.tool, config, step.args)
         if threshold is not None and size > threshold:
             over += tokens

@@ -20,6 +20,7 @@ from osiris.harness.reports import bounds as hooks_bounds
 from osiris.harness.reports import reach as reach_table
 from osiris.harness.reports.bill import saved
 from osiris.harness.runmeta import commit_label
+from osiris.harness.tuning import half_of
 
 SEED = {200: (1583, 2687, 1651, -4.30, "bystander", 34),
         800: (3851, 3755, 3261, 15.32, "light", 1810),
@@ -279,7 +280,9 @@ def bounds_section(reach: list[dict[str, Any]]) -> list[str]:
              f"{hooks_bounds.PREVIEW_LINES} lines in the frame, with the same recalls. "
              "*Compactions*: bare / clairvoyant / knows the outputs / no foresight. "
              "*Tool-result tokens re-sent, fewer*: against the bare session, same order "
-             "without the first. A real hook knows less of the future than the second.",
+             "without the first. A real hook knows less of the future than the second, "
+             "which decides with the compactions where they were recorded: where its cuts "
+             "put a compaction off it can do worse than a rule (below).",
              *_unlike(rows), "",
              "| session | client | modelled bill | clairvoyant, compactions as recorded | "
              "clairvoyant | knows the outputs | no foresight | compactions | "
@@ -290,7 +293,37 @@ def bounds_section(reach: list[dict[str, Any]]) -> list[str]:
         mine = [r for r in rows if r["client"] == client]
         if len(mine) > 1:
             lines.append(_bound_line(f"**pooled, {len(mine)} sessions**", mine))
+    ruled = [line for client in sorted({r["client"] for r in rows})
+             if (line := _rule_line([r for r in rows if r["client"] == client]))]
+    if ruled:
+        lines += ["", "*By rule*: a hook that decides by what it sees when an output arrives "
+                  "(its tool and size, a command's kind, a read's range or file type; "
+                  f"{len(hooks_bounds.rules())} rules, each showing the frame or the first "
+                  f"{hooks_bounds.PREVIEW_LINES} lines, with the same recalls), the rule "
+                  "chosen on the tuning sessions (tielec and the corpus's tuning half) and "
+                  "shown on the unseen half:", "", *ruled]
     return [*lines, ""]
+
+
+def _rule_line(rows: list[dict[str, Any]]) -> str | None:
+    """The rule chosen on ``rows``'s tuning sessions, and what it saves on the unseen."""
+    tuning = [r for r in rows if not r["session"].startswith("corpus/")
+              or half_of(r["session"]) == "tuning"]
+    unseen = [r for r in rows if half_of(r["session"]) == "unseen"]
+    chosen = hooks_bounds.chosen_rule(tuning)
+    if chosen is None or not unseen:
+        return None
+    name, there = chosen
+    worst = min(tuning + unseen, key=lambda r: hooks_bounds.rule_saving([r], name))
+    title = {"claude-code": "Claude Code", "codex": "Codex"}.get(rows[0]["client"],
+                                                                rows[0]["client"])
+    return (f"- {title}: *{name}* saves "
+            f"{there:.1%} of the modelled bills of the tuning sessions ({len(tuning)}) and "
+            f"{hooks_bounds.rule_saving(unseen, name):.1%} of the unseen ({len(unseen)}) "
+            f"(least: {hooks_bounds.rule_saving([worst], name):.1%} in {worst['session']}); "
+            "knowing the outputs would save "
+            f"{(hooks_bounds.pooled(tuning) or {}).get('knows_outputs', 0):.1%} and "
+            f"{(hooks_bounds.pooled(unseen) or {}).get('knows_outputs', 0):.1%} there.")
 
 
 def reach_section(reach: list[dict[str, Any]]) -> list[str]:
